@@ -136,15 +136,30 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     raw.setdefault(section, {})[name] = value
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that rejects duplicate keys (PyYAML silently keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: str | Path) -> Any:
     """Read a YAML file, turning a missing or malformed file into a ConfigError."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
+        raise ConfigError(f"file not found: {path}")
     try:
-        return yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ConfigError(f"cannot parse YAML file {path}: {err}") from None
+        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
+        raise ConfigError(f"cannot read YAML file {path}: {err}") from None
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:

@@ -1,0 +1,16 @@
+"""Synthetic tasks, one module each, behind one string-keyed registry.
+
+Every task answers the same small interface: ``vocab(cfg)`` (its fixed token list, for a WordLevel
+tokenizer), ``generate(cfg, rng, n, scale)`` -> (whitespace-joined texts, int labels), where ``scale``
+multiplies the lengths (the ``test_long`` split), and ``N_CLASSES``.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from datamodules.tasks import listops, lookup, order
+
+TASKS: dict[str, ModuleType] = {"order": order, "lookup": lookup, "listops": listops}
+
+__all__ = ["TASKS"]

@@ -1,0 +1,200 @@
+"""One LightningDataModule for every task: generate or load, tokenize, cache as Arrow, batch fast."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import uuid
+import zlib
+from pathlib import Path
+
+import datasets
+import lightning as L
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import torch
+from tokenizers import Tokenizer
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
+
+from datamodules import text
+from datamodules.config import DataConfig
+from datamodules.tasks import TASKS
+
+CACHE_VERSION = 1  # bump when generators or the cache layout change
+# Fields that only affect batching, not the data; everything else keys the cache.
+_NOT_IN_KEY = ("batch_size", "num_workers", "cache_dir")
+
+
+def cache_root(cfg: DataConfig) -> Path:
+    root = cfg.cache_dir or os.environ.get("ABLATE_CACHE") or "~/.cache/ablate/data"
+    return Path(root).expanduser()
+
+
+def cache_key(cfg: DataConfig) -> str:
+    params = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name not in _NOT_IN_KEY}
+    params["version"] = CACHE_VERSION
+    if cfg.task == "text":
+        params["files"] = text.fingerprint(cfg.source or "")
+    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def split_rng(seed: int, split: str) -> np.random.Generator:
+    """Independent, reproducible stream per (seed, split): n_val never shifts the train data."""
+    return np.random.default_rng([seed % 2**64, zlib.crc32(split.encode())])
+
+
+class _Examples(Dataset):
+    """A split held as torch tensors, batched in one ``__getitems__`` call (no Arrow access per step)."""
+
+    def __init__(self, ds: datasets.Dataset) -> None:
+        col = ds.data.column("input_ids").combine_chunks()
+        lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+        flat = torch.from_numpy(pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.int64))
+        self.ids = list(flat.split(lengths.tolist()))  # views into one buffer
+        self.lengths = torch.from_numpy(lengths.astype(np.int64))
+        self.labels = torch.tensor(ds.data.column("label").to_numpy(), dtype=torch.long)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> dict:
+        return {"input_ids": self.ids[i], "label": int(self.labels[i])}
+
+    def __getitems__(self, idx: list[int]) -> dict[str, torch.Tensor]:
+        index = torch.as_tensor(idx, dtype=torch.long)
+        input_ids = pad_sequence([self.ids[i] for i in idx], batch_first=True, padding_value=0)  # (B, L)
+        lengths = self.lengths[index]
+        mask = torch.arange(input_ids.shape[1])[None, :] < lengths[:, None]  # (B, L), True = real token
+        return {"input_ids": input_ids, "attention_mask": mask, "labels": self.labels[index]}
+
+
+def _as_is(batch: dict) -> dict:
+    return batch  # __getitems__ already built the batch; module-level so workers can pickle it
+
+
+class ClassificationDataModule(L.LightningDataModule):
+    """Data for one ``DataConfig``. ``cfg.seed`` fixes the data set; ``shuffle_seed`` (the run seed)
+    fixes only the order of training batches, so seed variance is training variance."""
+
+    def __init__(self, cfg: DataConfig, shuffle_seed: int = 0) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.shuffle_seed = shuffle_seed
+        self.splits: datasets.DatasetDict | None = None
+        self.tokenizer: Tokenizer | None = None
+        self.n_classes = 0
+        self.pad_id = 0
+        self._examples: dict[str, _Examples] = {}
+
+    @property
+    def cache_path(self) -> Path:
+        return cache_root(self.cfg) / f"{self.cfg.task}-{cache_key(self.cfg)}"
+
+    @property
+    def vocab_size(self) -> int:
+        assert self.tokenizer is not None, "call setup() first"
+        return self.tokenizer.get_vocab_size()
+
+    def prepare_data(self) -> None:
+        """Build the cache once (rank 0 in DDP); a crash mid-way leaves only a temp folder."""
+        final = self.cache_path
+        if final.exists():
+            return
+        splits, tok, n_classes = self._build()
+        tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
+        splits.save_to_disk(str(tmp / "splits"))
+        tok.save(str(tmp / "tokenizer.json"))
+        meta = {"n_classes": n_classes, "config": dataclasses.asdict(self.cfg)}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        try:
+            tmp.rename(final)
+        except OSError:  # another process finished first; its copy is identical
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.splits is not None:
+            return
+        self.prepare_data()
+        path = self.cache_path
+        self.splits = datasets.load_from_disk(str(path / "splits"))
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.n_classes = json.loads((path / "meta.json").read_text())["n_classes"]
+        self._examples = {name: _Examples(ds) for name, ds in self.splits.items()}
+
+    def _build(self) -> tuple[datasets.DatasetDict, Tokenizer, int]:
+        cfg = self.cfg
+        if cfg.task == "text":
+            raw = text.load_splits(cfg, str(cache_root(cfg) / "hf"))
+            tok = text.train_tokenizer(cfg.tokenizer, raw["train"].texts, cfg.vocab_size)
+            data = {name: (r.texts, r.labels) for name, r in raw.items()}
+            n_classes = max(raw["train"].labels) + 1
+        else:
+            task = TASKS[cfg.task]
+            sizes = {"train": cfg.n_train, "validation": cfg.n_val, "test": cfg.n_test}
+            data = {name: task.generate(cfg, split_rng(cfg.seed, name), n) for name, n in sizes.items()}
+            if cfg.long_test_factor > 0:
+                rng = split_rng(cfg.seed, "test_long")
+                data["test_long"] = task.generate(cfg, rng, cfg.n_test, cfg.long_test_factor)
+            tok = text.vocab_tokenizer(task.vocab(cfg))
+            n_classes = task.N_CLASSES
+        out = {}
+        for name, (texts, labels) in data.items():
+            limit = None if name == "test_long" else cfg.max_len  # test_long is longer on purpose
+            ids = [e.ids[:limit] for e in tok.encode_batch_fast(texts, add_special_tokens=False)]
+            # Straight to Arrow: Dataset.from_dict would re-encode every example in Python.
+            table = pa.table(
+                {"input_ids": pa.array(ids, pa.list_(pa.int32())), "label": pa.array(labels, pa.int64())}
+            )
+            out[name] = datasets.Dataset(table)
+        return datasets.DatasetDict(out), tok, n_classes
+
+    def dataloader(self, split: str, shuffle: bool = False) -> DataLoader:
+        if split not in self._examples:
+            raise KeyError(f"no split {split!r}; have {sorted(self._examples)} (did you call setup()?)")
+        ds = self._examples[split]
+        if shuffle:
+            sampler = RandomSampler(ds, generator=torch.Generator().manual_seed(self.shuffle_seed))
+        else:
+            sampler = SequentialSampler(ds)
+        workers = self.cfg.num_workers
+        return DataLoader(
+            ds,
+            batch_sampler=BatchSampler(sampler, self.cfg.batch_size, drop_last=False),
+            collate_fn=_as_is,
+            num_workers=workers,
+            persistent_workers=workers > 0,
+            pin_memory=torch.cuda.is_available(),
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self.dataloader("train", shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self.dataloader("validation")
+
+    def test_dataloader(self) -> DataLoader:
+        return self.dataloader("test")
+
+    def save_tokenizer(self, directory: str | Path) -> Path:
+        assert self.tokenizer is not None, "call setup() first"
+        path = Path(directory) / "tokenizer.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.tokenizer.save(str(path))
+        return path
+
+    def probe_batch(self, n: int = 4) -> dict:
+        """The first ``n`` test examples as a batch (fixed across runs, for attention heatmaps) plus
+        ``tokens``: the token strings of each example, without padding."""
+        ds = self._examples["test"]
+        batch = ds.__getitems__(list(range(min(n, len(ds)))))
+        assert self.tokenizer is not None
+        batch["tokens"] = [
+            [self.tokenizer.id_to_token(int(t)) for t in ids[:length]]
+            for ids, length in zip(batch["input_ids"], batch["attention_mask"].sum(1).tolist(), strict=True)
+        ]
+        return batch

@@ -1,0 +1,150 @@
+"""``run_trial``: the one function that trains and evaluates a configuration.
+
+The train command, every sweep worker and the W&B agent call it; there is no
+second training loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.loggers import Logger
+
+from datamodules import ClassificationDataModule
+from experiments.config import TrainConfig
+from experiments.io import write_json, write_yaml
+from lit_modules.classifier import LitClassifier
+from lit_modules.config import ConfigError
+
+
+@dataclass
+class TrialResult:
+    """Final metrics of one run. A diverged run is a result, not an exception."""
+
+    metrics: dict[str, float]
+    diverged: bool
+    steps: int
+    wall_s: float
+    config: TrainConfig
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.metrics, "diverged": self.diverged, "steps": self.steps, "wall_s": round(self.wall_s, 3)}
+
+
+def resolve_precision(cfg: TrainConfig) -> str:
+    """``auto`` means bf16-mixed on a GPU that has bf16, full fp32 otherwise."""
+    if cfg.trainer.precision != "auto":
+        return cfg.trainer.precision
+    wants_gpu = cfg.trainer.accelerator in ("auto", "gpu", "cuda")
+    if wants_gpu and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        return "bf16-mixed"
+    return "32-true"
+
+
+def check_lengths(cfg: TrainConfig) -> None:
+    """The learned PE table has ``model.max_len`` rows: every input must fit."""
+    longest = cfg.data.max_len * max(1, cfg.data.long_test_factor) + (cfg.model.pool == "cls")
+    if cfg.data.task == "lookup":
+        longest = cfg.data.n_pairs + 1 + (cfg.model.pool == "cls")
+    if cfg.model.pe == "learned" and longest > cfg.model.max_len:
+        raise ConfigError(
+            f"model.pe='learned' has model.max_len={cfg.model.max_len} positions but inputs reach "
+            f"{longest} tokens (data.max_len x long_test_factor, + [CLS]); raise model.max_len"
+        )
+
+
+def quiet_lightning() -> None:
+    """Lightning's per-run banners drown a sweep's progress; keep warnings that matter."""
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=".*GPU available but not used.*")
+    warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+
+
+def run_trial(
+    cfg: TrainConfig,
+    out_dir: str | Path | None = None,
+    *,
+    progress: bool = False,
+    logger: Logger | bool = False,
+    callbacks: Sequence[Callback] = (),
+    datamodule: ClassificationDataModule | None = None,
+) -> TrialResult:
+    """Build data, model and Trainer from ``cfg``; train, validate, test.
+
+    With ``out_dir`` the resolved config, ``metrics.json`` and the tokenizer
+    are written there. The seed fixes model init, data order and dropout;
+    ``cfg.data.seed`` alone fixes the data set.
+    """
+    check_lengths(cfg)
+    quiet_lightning()
+    start = time.perf_counter()
+    dm = datamodule or ClassificationDataModule(cfg.data, shuffle_seed=cfg.seed)
+    dm.prepare_data()
+    dm.setup("fit")
+    # Seed after data preparation so init does not depend on what data loading drew.
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    if torch.cuda.is_available():
+        torch.set_float32_matmul_precision("high")
+    lit = LitClassifier(
+        cfg.model, cfg.optim, vocab_size=dm.vocab_size, n_classes=dm.n_classes, max_steps=cfg.trainer.max_steps
+    )
+    if cfg.trainer.compile:
+        lit.model = torch.compile(lit.model)
+    t = cfg.trainer
+    trainer = L.Trainer(
+        max_steps=t.max_steps,
+        accelerator=t.accelerator,
+        devices=t.devices,
+        precision=resolve_precision(cfg),
+        deterministic=t.deterministic,
+        gradient_clip_val=cfg.optim.grad_clip or None,
+        log_every_n_steps=t.log_every,
+        # Validate every val_every steps across epoch boundaries; 0 = never during fit.
+        val_check_interval=t.val_every or t.max_steps + 1,
+        check_val_every_n_epoch=None,
+        num_sanity_val_steps=0,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        enable_progress_bar=progress,
+        logger=logger,
+        callbacks=list(callbacks),
+        default_root_dir=str(out_dir) if out_dir else None,
+    )
+    trainer.fit(lit, datamodule=dm)
+    metrics: dict[str, float] = {}
+    for found in trainer.validate(lit, datamodule=dm, verbose=False):
+        metrics.update(found)
+    for found in trainer.test(lit, datamodule=dm, verbose=False):
+        metrics.update(found)
+    if "test_long" in dm.splits:
+        lit.test_prefix = "test_long"
+        for found in trainer.test(lit, dataloaders=dm.dataloader("test_long"), verbose=False):
+            metrics.update(found)
+        lit.test_prefix = "test"
+    result = TrialResult(
+        metrics={k: float(v) for k, v in sorted(metrics.items())},
+        diverged=lit.diverged,
+        steps=trainer.global_step,
+        wall_s=time.perf_counter() - start,
+        config=cfg,
+    )
+    result.extras["lit"] = lit
+    result.extras["datamodule"] = dm
+    if out_dir is not None:
+        out = Path(out_dir)
+        write_yaml(out / "config.yaml", cfg.to_dict())
+        write_json(out / "metrics.json", result.to_dict())
+        dm.save_tokenizer(out)
+    return result

@@ -1,0 +1,165 @@
+"""ExperimentSpec: named variants x seeds over one base train config.
+
+A variant is a set of dotted overrides on the base; the baseline is the one
+variant with none. Validation happens before anything runs: every variant
+must build a valid TrainConfig, change at least one value, and name existing
+keys only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from experiments.config import TrainConfig, parse_overrides, read_yaml
+from lit_modules.config import ConfigError, require
+
+SPEC_KEYS = (
+    "name", "description", "base", "variants", "seeds", "heatmap_seeds",
+    "metric", "direction", "wandb_project", "tags", "profiles",
+)
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentSpec:
+    name: str
+    base: TrainConfig
+    # variant name -> dotted overrides; the baseline has none.
+    variants: dict[str, dict[str, Any]]
+    seeds: tuple[int, ...]
+    heatmap_seeds: tuple[int, ...]
+    metric: str = "test/acc"
+    direction: Literal["maximize", "minimize"] = "maximize"
+    wandb_project: str | None = None
+    tags: tuple[str, ...] = ()
+    description: str = ""
+    # The overrides applied to the base from the command line or a profile.
+    base_overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def baseline(self) -> str:
+        return next(name for name, ov in self.variants.items() if not ov)
+
+    def cells(self) -> list[tuple[str, int]]:
+        """Every (variant, seed) pair, seed-major so early results cover all variants."""
+        return [(v, s) for s in self.seeds for v in self.variants]
+
+    def cell_config(self, variant: str, seed: int) -> TrainConfig:
+        return self.base.override({**self.variants[variant], "seed": seed})
+
+    def identity(self) -> str:
+        """Hash of what makes results comparable: the base and the variants.
+
+        Seeds are not part of it, so a study can grow by more seeds later.
+        """
+        payload = {"base": self.base.to_dict(), "variants": self.variants, "metric": self.metric}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "base": self.base.to_dict(),
+            "variants": self.variants,
+            "seeds": list(self.seeds),
+            "heatmap_seeds": list(self.heatmap_seeds),
+            "metric": self.metric,
+            "direction": self.direction,
+            "wandb_project": self.wandb_project,
+            "tags": list(self.tags),
+            "base_overrides": self.base_overrides,
+        }
+
+
+def _seeds(value: Any, key: str) -> tuple[int, ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        require(value >= 1, f"{key}={value}: a seed count must be >= 1")
+        return tuple(range(value))
+    require(
+        isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) for s in value),
+        f"{key} must be a count or a non-empty list of integers, got {value!r}",
+    )
+    require(len(set(value)) == len(value), f"{key} lists a seed twice: {value}")
+    return tuple(value)
+
+
+def spec_from_dict(
+    raw: dict[str, Any], *, source: Path | None = None, overrides: list[str] | None = None, profile: str | None = None
+) -> ExperimentSpec:
+    where = f"{source}: " if source else ""
+    require(isinstance(raw, dict), f"{where}an experiment spec must be a YAML mapping")
+    unknown = sorted(set(raw) - set(SPEC_KEYS))
+    require(not unknown, f"{where}unknown experiment key(s) {unknown}; valid: {', '.join(SPEC_KEYS)}")
+    for key in ("name", "base", "variants"):
+        require(key in raw, f"{where}the experiment spec needs '{key}'")
+    name = raw["name"]
+    require(isinstance(name, str) and bool(NAME_RE.match(name)), f"{where}name={name!r}: use letters, digits, '_', '-', '.'")
+
+    base_raw = raw["base"]
+    if isinstance(base_raw, str):
+        path = Path(base_raw)
+        if not path.is_absolute() and source is not None and not path.exists():
+            path = source.parent / path
+        base_raw = read_yaml(path)
+    require(isinstance(base_raw, dict), f"{where}base must be a train config mapping or a path to one")
+    base = TrainConfig.from_dict(base_raw)
+
+    base_overrides: dict[str, Any] = {}
+    profiles = raw.get("profiles") or {}
+    if profile is not None:
+        require(profile in profiles, f"{where}no profile {profile!r}; this spec has {sorted(profiles) or 'none'}")
+        base_overrides.update(parse_overrides(profiles[profile] or {}))
+    base_overrides.update(parse_overrides(overrides or []))
+    base = base.override(base_overrides)
+
+    variants_raw = raw["variants"]
+    require(isinstance(variants_raw, dict) and variants_raw, f"{where}variants must be a non-empty mapping name -> overrides")
+    variants: dict[str, dict[str, Any]] = {}
+    for vname, ov in variants_raw.items():
+        require(isinstance(vname, str) and bool(NAME_RE.match(vname)), f"{where}variant name {vname!r} is not valid")
+        ov = parse_overrides(ov or {}) if isinstance(ov, (dict, list, type(None))) else None
+        require(ov is not None, f"{where}variant {vname!r} must map dotted keys to values")
+        require("seed" not in ov, f"{where}variant {vname!r} sets 'seed'; seeds come from the spec's seeds")
+        try:
+            cfg = base.override(ov)
+        except ConfigError as err:
+            raise ConfigError(f"{where}variant {vname!r}: {err}") from None
+        if ov and cfg == base:
+            raise ConfigError(f"{where}variant {vname!r} changes nothing: {ov} equals the base config")
+        variants[vname] = ov
+    baselines = [v for v, ov in variants.items() if not ov]
+    require(len(baselines) == 1, f"{where}exactly one variant must have no overrides (the baseline); found {baselines or 'none'}")
+
+    seeds = _seeds(raw.get("seeds", 5), "seeds")
+    heatmap_seeds = _seeds(raw.get("heatmap_seeds", [seeds[0]]), "heatmap_seeds")
+    missing = sorted(set(heatmap_seeds) - set(seeds))
+    require(not missing, f"{where}heatmap_seeds {missing} are not among seeds {list(seeds)}")
+    metric = raw.get("metric", "test/acc")
+    require(isinstance(metric, str) and "/" in metric, f"{where}metric={metric!r}: name a logged metric like test/acc")
+    direction = raw.get("direction", "maximize")
+    require(direction in ("maximize", "minimize"), f"{where}direction={direction!r}; choose 'maximize' or 'minimize'")
+    tags = raw.get("tags") or []
+    require(isinstance(tags, list), f"{where}tags must be a list")
+    return ExperimentSpec(
+        name=name,
+        base=base,
+        variants=variants,
+        seeds=seeds,
+        heatmap_seeds=heatmap_seeds,
+        metric=metric,
+        direction=direction,
+        wandb_project=raw.get("wandb_project"),
+        tags=tuple(str(t) for t in tags),
+        description=str(raw.get("description", "")),
+        base_overrides=base_overrides,
+    )
+
+
+def load_spec(path: str | Path, overrides: list[str] | None = None, profile: str | None = None) -> ExperimentSpec:
+    path = Path(path)
+    return spec_from_dict(read_yaml(path), source=path, overrides=overrides, profile=profile)

@@ -1,0 +1,77 @@
+"""Multi-head self-attention (Vaswani et al. 2017, 3.2.2) with two paths.
+
+- fused: ``F.scaled_dot_product_attention`` (Flash / memory-efficient kernels), for training;
+- explicit: softmax(Q K^T / sqrt(Dh) + bias + mask) V, which also returns the per-head
+  probabilities (heatmaps, probes). Both paths compute the same function.
+
+Positional encodings enter only through ``pos.rotate`` (RoPE) and ``pos.bias`` (ALiBi).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from lit_modules.config import ModelConfig
+from lit_modules.positional import PositionalEncoding
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.head_dim = cfg.head_dim
+        self.scale = 1.0 / math.sqrt(cfg.head_dim)
+        self.attn_dropout = cfg.attn_dropout
+        self.use_sdpa = cfg.attn_impl == "sdpa"
+        # Packed q, k, v projections in that order, like torch's in_proj_weight.
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.out = nn.Linear(cfg.d_model, cfg.d_model)
+
+    def forward(
+        self,
+        x: Tensor,
+        keep: Tensor,
+        pos: PositionalEncoding,
+        *,
+        need_weights: bool = False,
+        head_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """x: (B, L, D); keep: (B, L) bool, True = real token; head_mask: (H,) float.
+
+        Returns the output (B, L, D) and, with ``need_weights``, the probabilities (B, H, L, L).
+        """
+        B, L, D = x.shape
+        H, Dh = self.n_heads, self.head_dim
+        # (B, L, 3D) -> (B, L, 3, H, Dh) -> (3, B, H, L, Dh)
+        q, k, v = self.qkv(x).view(B, L, 3, H, Dh).permute(2, 0, 3, 1, 4)
+        q, k = pos.rotate(q, k)  # (B, H, L, Dh) each
+
+        # Mask keys only. A row with no real key (an all-pad example) keeps all its keys:
+        # its output is meaningless but finite, instead of softmax(-inf, ...) = NaN.
+        keep = keep.bool()
+        keep = keep | ~keep.any(dim=1, keepdim=True)  # (B, L)
+        key_keep = keep[:, None, None, :]  # (B, 1, 1, L): broadcast over heads and queries
+        bias = pos.bias(L, x.device, q.dtype)  # (H, L, L) or None
+        dropout_p = self.attn_dropout if self.training else 0.0
+
+        probs: Tensor | None = None
+        if self.use_sdpa and not need_weights:
+            # bool (B, 1, 1, L), True = may attend; with ALiBi one float mask (B, H, L, L) holds both.
+            mask = key_keep if bias is None else bias[None].masked_fill(~key_keep, float("-inf"))
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        else:
+            scores = (q @ k.transpose(-2, -1)) * self.scale  # (B, H, L, L)
+            if bias is not None:
+                scores = scores + bias
+            scores = scores.masked_fill(~key_keep, float("-inf"))
+            probs = scores.softmax(dim=-1)  # (B, H, L, L), rows sum to 1, 0 on padded keys
+            y = F.dropout(probs, p=dropout_p) @ v  # (B, H, L, Dh)
+
+        if head_mask is not None:
+            # Michel et al. 2019: scale (e.g. zero) each head's output before the projection.
+            y = y * head_mask.to(y.dtype).view(1, H, 1, 1)
+        y = y.transpose(1, 2).reshape(B, L, D)  # (B, H, L, Dh) -> (B, L, H, Dh) -> (B, L, D)
+        return self.out(y), (probs if need_weights else None)

@@ -1,0 +1,115 @@
+"""LitClassifier: the thin Lightning system around ``EncoderClassifier``.
+
+It wires loss, metrics, optimizer and schedule; the architecture lives in
+``encoder.py``. Metric names follow ``stage/metric`` (``train/loss``,
+``val/acc``, ``test/f1``) with one torchmetrics collection per stage.
+"""
+
+from __future__ import annotations
+
+import math
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchmetrics import MetricCollection
+from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
+
+from lit_modules.config import ModelConfig, OptimConfig
+from lit_modules.encoder import EncoderClassifier
+
+
+def warmup_cosine(step: int, warmup: int, total: int, min_ratio: float) -> float:
+    """LR multiplier: linear warmup from 0 over ``warmup`` steps, then cosine to ``min_ratio``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+class LitClassifier(L.LightningModule):
+    def __init__(
+        self,
+        model_cfg: ModelConfig,
+        optim_cfg: OptimConfig,
+        *,
+        vocab_size: int,
+        n_classes: int,
+        max_steps: int,
+    ) -> None:
+        super().__init__()
+        self.model_cfg = model_cfg
+        self.optim_cfg = optim_cfg
+        self.max_steps = max_steps
+        self.model = EncoderClassifier(model_cfg, vocab_size=vocab_size, n_classes=n_classes)
+        metrics = MetricCollection(
+            {
+                "acc": MulticlassAccuracy(num_classes=n_classes, average="micro"),
+                "f1": MulticlassF1Score(num_classes=n_classes, average="macro"),
+            }
+        )
+        # "train" is an nn.Module method name, so the keys carry a suffix.
+        self.metrics = nn.ModuleDict({f"{s}_m": metrics.clone() for s in ("train", "val", "test")})
+        self.diverged = False
+        self.diverged_at: int | None = None
+        # Set by run_trial to log a second test split (e.g. "test_long").
+        self.test_prefix = "test"
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.model(batch["input_ids"], batch["attention_mask"]).logits
+
+    def model_step(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self(batch)  # (B, C)
+        return F.cross_entropy(logits.float(), batch["labels"]), logits
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor | None:
+        loss, logits = self.model_step(batch)
+        if not torch.isfinite(loss):
+            # Record and stop cleanly: returning None skips this optimizer step.
+            self.diverged = True
+            self.diverged_at = self.global_step
+            self.trainer.should_stop = True
+            return None
+        self.metrics["train_m"].update(logits.detach(), batch["labels"])
+        self.log("train/loss", loss, on_step=True, batch_size=len(batch["labels"]))
+        return loss
+
+    def on_train_batch_end(self, outputs: object, batch: object, batch_idx: int) -> None:
+        # Metric compute costs a sync; only do it when the logger will write.
+        if (self.global_step % self.trainer.log_every_n_steps) == 0:
+            metrics = self.metrics["train_m"]
+            self.log_dict({f"train/{k}": v for k, v in metrics.compute().items()})
+            metrics.reset()
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        self._eval_step(batch, "val", "val_m")
+
+    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        self._eval_step(batch, self.test_prefix, "test_m")
+
+    def _eval_step(self, batch: dict[str, torch.Tensor], prefix: str, key: str) -> None:
+        loss, logits = self.model_step(batch)
+        metrics = self.metrics[key]
+        metrics.update(logits, batch["labels"])
+        n = len(batch["labels"])
+        # sync_dist and torchmetrics' own reduction keep the values right under DDP.
+        self.log(f"{prefix}/loss", loss, on_epoch=True, batch_size=n, sync_dist=True)
+        self.log_dict({f"{prefix}/{k}": m for k, m in metrics.items()}, on_epoch=True, batch_size=n)
+
+    def configure_optimizers(self) -> dict:
+        cfg = self.optim_cfg
+        # Decay only the matrices of linear layers; embeddings, positional
+        # tables, [CLS], biases and LayerNorm are not decayed (as in GPT-2/BERT).
+        decay = {id(m.weight) for m in self.model.modules() if isinstance(m, nn.Linear)}
+        params = list(self.model.parameters())
+        groups = [
+            {"params": [p for p in params if id(p) in decay], "weight_decay": cfg.weight_decay},
+            {"params": [p for p in params if id(p) not in decay], "weight_decay": 0.0},
+        ]
+        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
+        warmup = round(cfg.warmup_ratio * self.max_steps)
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: warmup_cosine(step, warmup, self.max_steps, cfg.min_lr_ratio)
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -1,0 +1,144 @@
+"""The encoder classifier: embed, [CLS], positional encoding, blocks, pool, head.
+
+``EncoderBlock`` reproduces ``torch.nn.TransformerEncoderLayer`` (norm_first=False/True)
+given the same weights; ``tests/test_model.py`` proves it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from lit_modules.attention import MultiHeadAttention
+from lit_modules.config import ModelConfig
+from lit_modules.positional import POSITIONAL, PositionalEncoding
+
+# String-keyed activations, as in Hugging Face's ACT2FN. GELU is the exact (erf) form, like torch's.
+ACTIVATIONS: dict[str, type[nn.Module]] = {"gelu": nn.GELU, "relu": nn.ReLU}
+
+PAD_ID = 0
+
+
+class FeedForward(nn.Module):
+    """Position-wise d_model -> d_ff -> d_model (Vaswani et al. 2017, 3.3)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff)
+        self.act = ACTIVATIONS[cfg.activation]()
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(self.dropout(self.act(self.fc1(x))))
+
+
+class EncoderBlock(nn.Module):
+    """Post-LN (Vaswani et al. 2017) or Pre-LN (Xiong et al. 2020) residual block."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.pre_norm = cfg.norm == "pre"
+        self.attn = MultiHeadAttention(cfg)
+        self.ffn = FeedForward(cfg)
+        self.norm1 = nn.LayerNorm(cfg.d_model, eps=1e-5)
+        self.norm2 = nn.LayerNorm(cfg.d_model, eps=1e-5)
+        self.dropout = nn.Dropout(cfg.dropout)  # residual dropout
+
+    def forward(
+        self,
+        x: Tensor,
+        keep: Tensor,
+        pos: PositionalEncoding,
+        *,
+        need_weights: bool = False,
+        head_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """x: (B, L, D), keep: (B, L) bool -> (B, L, D) and probabilities (B, H, L, L) or None."""
+        if self.pre_norm:
+            a, probs = self.attn(self.norm1(x), keep, pos, need_weights=need_weights, head_mask=head_mask)
+            x = x + self.dropout(a)
+            x = x + self.dropout(self.ffn(self.norm2(x)))
+        else:
+            a, probs = self.attn(x, keep, pos, need_weights=need_weights, head_mask=head_mask)
+            x = self.norm1(x + self.dropout(a))
+            x = self.norm2(x + self.dropout(self.ffn(x)))
+        return x, probs
+
+
+@dataclass
+class EncoderOutput:
+    logits: Tensor  # (B, C)
+    attentions: tuple[Tensor, ...] | None = None  # per layer (B, H, L', L'); L' includes [CLS]
+
+
+class EncoderClassifier(nn.Module):
+    def __init__(self, cfg: ModelConfig, vocab_size: int, n_classes: int) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed_scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
+        # Per-element RMS of the (scaled) token embedding at init; the positional scale rule uses it.
+        self.embed_rms = cfg.init_std * self.embed_scale
+        self.embed = nn.Embedding(vocab_size, cfg.d_model, padding_idx=PAD_ID)
+        # [CLS] (Devlin et al. 2019) at position 0; mean pooling has none.
+        self.cls = nn.Parameter(torch.zeros(1, 1, cfg.d_model)) if cfg.pool == "cls" else None
+        self.pe = POSITIONAL[cfg.pe](cfg, self.embed_rms)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
+        # Pre-LN leaves the residual stream un-normalised; a final LayerNorm closes it.
+        self.norm = nn.LayerNorm(cfg.d_model, eps=1e-5) if cfg.norm == "pre" else nn.Identity()
+        self.head = nn.Linear(cfg.d_model, n_classes)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        std = self.cfg.init_std
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0.0, std)
+                nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Embedding):
+                nn.init.normal_(m.weight, 0.0, std)
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+        with torch.no_grad():
+            self.embed.weight[PAD_ID].zero_()  # keep nn.Embedding's padding_idx convention
+        if self.cls is not None:
+            nn.init.normal_(self.cls, 0.0, self.embed_rms)
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor,
+        *,
+        return_attention: bool = False,
+        head_mask: Tensor | None = None,
+    ) -> EncoderOutput:
+        """input_ids: (B, L) long; attention_mask: (B, L) bool, True = real token;
+        head_mask: (n_layers, n_heads) float. Returns logits (B, C) and, optionally, attentions."""
+        keep = attention_mask.bool()  # (B, L)
+        x = self.embed(input_ids) * self.embed_scale  # (B, L, D)
+        if self.cls is not None:
+            B = x.shape[0]
+            x = torch.cat([self.cls.expand(B, -1, -1).to(x.dtype), x], dim=1)  # (B, 1 + L, D)
+            keep = torch.cat([keep.new_ones(B, 1), keep], dim=1)  # (B, 1 + L)
+        x = self.dropout(self.pe.add(x))
+
+        attentions: list[Tensor] = []
+        for i, block in enumerate(self.blocks):
+            layer_mask = head_mask[i] if head_mask is not None else None
+            x, probs = block(x, keep, self.pe, need_weights=return_attention, head_mask=layer_mask)
+            if probs is not None:
+                attentions.append(probs)
+        x = self.norm(x)  # (B, L', D)
+
+        if self.cls is not None:
+            pooled = x[:, 0]  # (B, D)
+        else:
+            # Mean over real tokens only; an all-pad example divides by 1, not 0.
+            w = keep.to(x.dtype).unsqueeze(-1)  # (B, L, 1)
+            pooled = (x * w).sum(dim=1) / w.sum(dim=1).clamp(min=1.0)
+        return EncoderOutput(self.head(pooled), tuple(attentions) if return_attention else None)

@@ -1,0 +1,212 @@
+"""Cells of an ablation grid on Optuna storage, run exactly once by any number of workers.
+
+Each (variant, seed) cell is an Optuna trial. Cells are enqueued as WAITING
+trials under a study-wide lock (so concurrent starters cannot enqueue a cell
+twice) and claimed with Optuna's compare-and-set WAITING -> RUNNING. On
+SQLite every transaction is ``BEGIN IMMEDIATE``: without it pysqlite reads
+the WAITING state outside the write transaction and two processes can both
+claim one trial. A worker records heartbeats while it runs a cell; a cell
+whose worker died goes stale, is failed by ``fail_stale_trials`` and is
+enqueued again. Finished cells are never rerun.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import optuna
+from optuna.exceptions import DuplicatedStudyError, ExperimentalWarning
+from optuna.storages import RDBStorage
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial, TrialState
+from sqlalchemy import event
+
+from experiments.spec import ExperimentSpec
+from lit_modules.config import ConfigError
+
+# Heartbeats and fail_stale_trials are marked experimental but are the documented way.
+warnings.filterwarnings("ignore", category=ExperimentalWarning)
+
+# A cell that failed with an error this many times is not retried again
+# (a deterministic bug would otherwise loop forever); killed workers do not count.
+MAX_ERRORS = 2
+LOCK_TTL_S = 60.0
+
+
+def sqlite_url(path: str | Path) -> str:
+    return f"sqlite:///{Path(path).resolve()}"
+
+
+def open_storage(url: str, *, heartbeat_interval: int = 10, grace_period: int = 30) -> RDBStorage:
+    """An RDB storage with heartbeats; SQLite gets serialized write transactions."""
+    is_sqlite = url.startswith("sqlite")
+    kwargs = {"connect_args": {"timeout": 120, "isolation_level": None}} if is_sqlite else {"pool_pre_ping": True}
+    for attempt in range(5):
+        try:
+            storage = RDBStorage(
+                url, engine_kwargs=kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period
+            )
+            break
+        except Exception as err:  # sqlalchemy/driver errors vary by backend
+            # Processes creating a fresh database at once race on its schema; retry.
+            if attempt == 4:
+                raise ConfigError(f"cannot open study storage {url}: {err}") from None
+            time.sleep(0.5 + random.random())
+    if is_sqlite:
+        event.listen(storage.engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+    return storage
+
+
+@contextlib.contextmanager
+def study_lock(storage: RDBStorage, name: str, ttl: float = LOCK_TTL_S) -> Iterator[None]:
+    """A mutex from the unique constraint on study names; expired locks are broken."""
+    lock_name = f"{name}::lock"
+    first_seen: dict[int, float] = {}
+    while True:
+        try:
+            lock_id = storage.create_new_study([StudyDirection.MINIMIZE], lock_name)
+            storage.set_study_user_attr(lock_id, "expires", time.time() + ttl)
+            break
+        except DuplicatedStudyError:
+            with contextlib.suppress(KeyError):
+                held = storage.get_study_id_from_name(lock_name)
+                expires = storage.get_study_user_attrs(held).get("expires")
+                first_seen.setdefault(held, time.time())
+                if (expires or first_seen[held] + ttl) < time.time():
+                    storage.delete_study(held)  # its holder died; by id, so a new lock is safe
+                    continue
+            time.sleep(0.1 + random.random() * 0.2)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(KeyError):
+            storage.delete_study(lock_id)
+
+
+def cell_key(variant: str, seed: int) -> str:
+    return f"{variant}/s{seed}"
+
+
+@dataclass
+class CellState:
+    key: str
+    variant: str
+    seed: int
+    state: str  # complete | running | waiting | failed | missing
+    trial: FrozenTrial | None
+    attempts: int
+    errors: list[str]
+
+
+class CellStore:
+    """The grid of one experiment in one Optuna study."""
+
+    def __init__(self, spec: ExperimentSpec, storage: RDBStorage) -> None:
+        self.spec = spec
+        self.storage = storage
+        self.study = optuna.create_study(
+            study_name=spec.name,
+            storage=storage,
+            direction=spec.direction,
+            sampler=optuna.samplers.RandomSampler(seed=0),
+            load_if_exists=True,
+        )
+        attrs = self.study.user_attrs
+        identity = spec.identity()
+        if "identity" not in attrs:
+            self.study.set_user_attr("identity", identity)
+            self.study.set_user_attr("spec", spec.to_dict())
+        elif attrs["identity"] != identity:
+            raise ConfigError(
+                f"the study {spec.name!r} in this storage was run with a different base config or "
+                f"variants (identity {attrs['identity']} != {identity}); use another --out/--storage, "
+                f"or the same overrides as before"
+            )
+        else:
+            # Seeds may grow between runs; remember the widest list.
+            seeds = sorted(set(attrs["spec"]["seeds"]) | set(spec.seeds))
+            if seeds != sorted(attrs["spec"]["seeds"]):
+                self.study.set_user_attr("spec", {**spec.to_dict(), "seeds": seeds})
+
+    def states(self) -> dict[str, CellState]:
+        trials = self.study.get_trials(deepcopy=False)
+        by_cell: dict[str, list[FrozenTrial]] = {}
+        for t in trials:
+            if "cell" in t.user_attrs:
+                by_cell.setdefault(t.user_attrs["cell"], []).append(t)
+        out = {}
+        for variant, seed in self.spec.cells():
+            key = cell_key(variant, seed)
+            ts = by_cell.get(key, [])
+            state, chosen = "missing", None
+            for wanted, name in ((TrialState.COMPLETE, "complete"), (TrialState.RUNNING, "running"),
+                                 (TrialState.WAITING, "waiting"), (TrialState.FAIL, "failed")):
+                found = [t for t in ts if t.state == wanted]
+                if found:
+                    state, chosen = name, min(found, key=lambda t: t.number)
+                    break
+            errors = [t.user_attrs["error"] for t in ts if t.state == TrialState.FAIL and "error" in t.user_attrs]
+            attempts = sum(t.state != TrialState.WAITING for t in ts)
+            out[key] = CellState(key, variant, seed, state, chosen, attempts, errors)
+        return out
+
+    def ensure_cells(self) -> int:
+        """Enqueue every cell that has no live or finished trial; return how many were added."""
+        optuna.storages.fail_stale_trials(self.study)
+        if all(c.state in ("complete", "running", "waiting") for c in self.states().values()):
+            return 0  # fast path without the lock
+        added = 0
+        with study_lock(self.storage, self.spec.name):
+            for cell in self.states().values():
+                if cell.state in ("missing", "failed") and len(cell.errors) < MAX_ERRORS:
+                    self.study.enqueue_trial(
+                        {"variant": cell.variant, "seed": cell.seed},
+                        user_attrs={"cell": cell.key, "variant": cell.variant, "seed": cell.seed},
+                    )
+                    added += 1
+        return added
+
+    def pop(self) -> optuna.Trial | None:
+        """Atomically claim one waiting cell (compare-and-set to RUNNING), or None."""
+        for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+            try:
+                if not self.storage.set_trial_state_values(frozen._trial_id, state=TrialState.RUNNING):
+                    continue  # another worker claimed it first
+            except optuna.exceptions.UpdateFinishedTrialError:
+                continue
+            trial = optuna.Trial(self.study, frozen._trial_id)
+            # Fixed by enqueue_trial; suggesting records them as the trial's params.
+            trial.suggest_categorical("variant", list(self.spec.variants))
+            trial.suggest_int("seed", min(self.spec.seeds), max(self.spec.seeds))
+            return trial
+        return None
+
+
+@contextlib.contextmanager
+def heartbeat(storage: RDBStorage, trial_id: int) -> Iterator[None]:
+    """Record heartbeats for a claimed trial while the body runs (ask/tell has no thread of its own)."""
+    stop = threading.Event()
+    interval = storage.get_heartbeat_interval() or 10
+
+    def beat() -> None:
+        while True:
+            with contextlib.suppress(Exception):  # a missed beat is retried at the next tick
+                storage.record_heartbeat(trial_id)
+            if stop.wait(interval):
+                return
+
+    storage.record_heartbeat(trial_id)
+    thread = threading.Thread(target=beat, daemon=True, name=f"heartbeat-{trial_id}")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
