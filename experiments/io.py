@@ -15,8 +15,15 @@ import yaml
 
 from lit_modules.config import ConfigError
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
     path = Path(path)
     try:
@@ -25,8 +32,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     except OSError as err:
         raise ConfigError(f"cannot write {path}: {err.strerror}") from None
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the usual permissions
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -163,3 +163,20 @@ def spec_from_dict(
 def load_spec(path: str | Path, overrides: list[str] | None = None, profile: str | None = None) -> ExperimentSpec:
     path = Path(path)
     return spec_from_dict(read_yaml(path), source=path, overrides=overrides, profile=profile)
+
+
+def spec_from_resolved(d: dict[str, Any]) -> ExperimentSpec:
+    """Rebuild a spec from ``ExperimentSpec.to_dict()`` (overrides already applied)."""
+    return ExperimentSpec(
+        name=d["name"],
+        base=TrainConfig.from_dict(d["base"]),
+        variants=d["variants"],
+        seeds=tuple(d["seeds"]),
+        heatmap_seeds=tuple(d["heatmap_seeds"]),
+        metric=d["metric"],
+        direction=d["direction"],
+        wandb_project=d.get("wandb_project"),
+        tags=tuple(d.get("tags", ())),
+        description=d.get("description", ""),
+        base_overrides=d.get("base_overrides", {}),
+    )

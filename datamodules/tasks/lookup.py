@@ -31,8 +31,8 @@ def generate(
         raise ConfigError(
             f"task 'lookup' needs n_pairs * {scale} = {m} distinct keys but data.n_keys={cfg.n_keys}"
         )
-    if scale == 1 and m + 1 > cfg.max_len:
-        raise ConfigError(f"task 'lookup' has n_pairs + 1 = {m + 1} tokens > data.max_len={cfg.max_len}")
+    if scale == 1 and 2 * m > cfg.max_len:
+        raise ConfigError(f"task 'lookup' has 2 * n_pairs = {2 * m} tokens > data.max_len={cfg.max_len}")
     rows = np.arange(n)
     keys = np.argsort(rng.random((n, cfg.n_keys)), axis=1)[:, :m]  # distinct keys in random order
     values = rng.integers(cfg.n_values, size=(n, m))
@@ -49,7 +49,7 @@ def generate(
     a, b = np.where(swap, b, a), np.where(swap, a, b)
     texts = [
         " ".join(f"k{k}=v{v}" for k, v in zip(keys[r], values[r], strict=True))
-        + f" q{keys[r, a[r]]},{keys[r, b[r]]}"
+        + f" q{keys[r, a[r]]},{keys[r, b[r]]}" * m
         for r in range(n)
     ]
     return texts, want.tolist()

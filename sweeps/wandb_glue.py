@@ -1,0 +1,91 @@
+"""Weights & Biases glue: one run per cell grouped by variant, one summary run per sweep.
+
+Optuna's W&B callback is deprecated and logs one run per trial without
+groups, so the sweep writes its own glue. Without credentials W&B runs in
+offline mode under ``<run_dir>/wandb`` and ``wandb sync`` uploads later.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from experiments.config import TrainConfig
+from experiments.spec import ExperimentSpec
+
+
+def wandb_mode() -> str:
+    """``WANDB_MODE`` if set; offline unless an API key or a netrc login exists."""
+    if os.environ.get("WANDB_MODE"):
+        return os.environ["WANDB_MODE"]
+    has_login = os.environ.get("WANDB_API_KEY") or (Path.home() / ".netrc").is_file()
+    return "online" if has_login else "offline"
+
+
+def project(spec: ExperimentSpec) -> str:
+    return os.environ.get("WANDB_PROJECT") or spec.wandb_project or "ablate"
+
+
+def cell_logger(spec: ExperimentSpec, variant: str, seed: int, cfg: TrainConfig, run_dir: Path) -> Any:
+    """A WandbLogger for one (variant, seed) cell: group = variant, job_type = experiment."""
+    os.environ.setdefault("WANDB_SILENT", "true")
+    from lightning.pytorch.loggers import WandbLogger
+
+    return WandbLogger(
+        project=project(spec),
+        group=variant,
+        job_type=spec.name,
+        name=f"{variant}-s{seed}",
+        config={**cfg.flat(), "experiment": spec.name, "variant": variant, "seed": seed},
+        tags=[spec.name, variant, *spec.tags],
+        save_dir=str(run_dir),
+        mode=wandb_mode(),
+    )
+
+
+def finish_cell(logger: Any, result: dict[str, Any], heads: dict[str, Any] | None) -> str:
+    """Write final metrics (and heatmaps, entropy, importance) to the run; return its id."""
+    import wandb
+
+    run = logger.experiment
+    run.summary.update({k: v for k, v in result.items() if not isinstance(v, dict)})
+    if heads is not None:
+        images = {f"attention/layer{i}": wandb.Image(str(p)) for i, p in enumerate(heads["pngs"])}
+        run.log(images)
+        for name in ("entropy", "importance"):
+            for layer, per_head in enumerate(heads.get(name) or []):
+                for head, value in enumerate(per_head):
+                    run.summary[f"heads/{name}/l{layer}h{head}"] = value
+    run_id = run.id
+    run.finish()
+    return run_id
+
+
+def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, run_dir: Path) -> str:
+    """One run per sweep with the per-variant table and the plot."""
+    os.environ.setdefault("WANDB_SILENT", "true")
+    import wandb
+
+    run = wandb.init(
+        project=project(spec),
+        job_type=spec.name,
+        group="summary",
+        name=f"{spec.name}-summary",
+        config=spec.to_dict(),
+        tags=[spec.name, "summary", *spec.tags],
+        dir=str(run_dir),
+        mode=wandb_mode(),
+    )
+    columns = ["variant", "n", "n_diverged", "median", "q1", "q3", "min", "max",
+               "delta_median", "ci95_lo", "ci95_hi", "p_value", "p_improve"]
+    table = wandb.Table(columns=columns)
+    for name, v in summary["variants"].items():
+        ci = v.get("ci95") or [None, None]
+        table.add_data(name, v["n"], v["n_diverged"], v["median"], v["q1"], v["q3"], v["min"], v["max"],
+                       v["delta_median"], ci[0], ci[1], v["p_value"], v["p_improve"])
+    run.log({"variants": table, "metric_plot": wandb.Image(str(plot_png))})
+    run.summary.update({"cells_total": summary["cells"]["total"], "cells_complete": summary["cells"]["complete"]})
+    run_id = run.id
+    run.finish()
+    return run_id
