@@ -1,6 +1,21 @@
-"""Data as Hugging Face ``datasets``: synthetic tasks and text classification, one DataModule."""
+"""Data as Hugging Face ``datasets``: synthetic tasks and text classification, one DataModule.
 
-from datamodules.datamodule import ClassificationDataModule
-from datamodules.text import DataError
+Imported lazily so that config validation (and its error messages) does not
+wait for lightning and datasets to import.
+"""
+
+from typing import Any
 
 __all__ = ["ClassificationDataModule", "DataError"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ClassificationDataModule":
+        from datamodules.datamodule import ClassificationDataModule
+
+        return ClassificationDataModule
+    if name == "DataError":
+        from datamodules.text import DataError
+
+        return DataError
+    raise AttributeError(name)

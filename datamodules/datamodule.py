@@ -25,7 +25,7 @@ from datamodules import text
 from datamodules.config import DataConfig
 from datamodules.tasks import TASKS
 
-CACHE_VERSION = 1  # bump when generators or the cache layout change
+CACHE_VERSION = 2  # bump when generators or the cache layout change
 # Fields that only affect batching, not the data; everything else keys the cache.
 _NOT_IN_KEY = ("batch_size", "num_workers", "cache_dir")
 

@@ -50,11 +50,18 @@ class RawSplit:
         )
 
 
+# The repository root: relative sources in the shipped configs (../shared/data/sst2)
+# also work when ablate runs from another folder.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
 def resolve(source: str) -> Path | None:
-    """The local path ``source`` names (relative to the cwd), or None for a hub name."""
+    """The local path ``source`` names (relative to the cwd, else to the repository root),
+    or None for a hub name."""
     path = Path(source).expanduser()
-    if path.exists():
-        return path.resolve()
+    for candidate in (path, REPO_ROOT / path):
+        if candidate.exists():
+            return candidate.resolve()
     if source.startswith((".", "/", "~")) or source.lower().endswith(EXTENSIONS):
         raise DataError(f"data.source: file or folder not found: {path.resolve()}")
     return None
@@ -91,8 +98,7 @@ def _load_file(path: Path, hf_cache: str) -> datasets.Dataset:
     try:
         if ext in (".csv", ".tsv"):
             delimiter, quoting = ("\t", csv.QUOTE_NONE) if ext == ".tsv" else (",", csv.QUOTE_MINIMAL)
-            with path.open(newline="", encoding="utf-8") as f:
-                header = next(csv.reader(f, delimiter=delimiter, quoting=quoting), [])
+            header = _csv_header(path, delimiter, quoting)
             # All columns as strings, no NA parsing ("null" is a valid sentence) and no skipped blank
             # lines, so row i is line i + 2 and labels are parsed (and reported) here, not by pandas.
             features = datasets.Features({c: datasets.Value("string") for c in header})
@@ -109,9 +115,32 @@ def _load_file(path: Path, hf_cache: str) -> datasets.Dataset:
             )
         kind = "parquet" if ext == ".parquet" else "json"
         return datasets.load_dataset(kind, data_files=str(path), split="train", cache_dir=hf_cache)
+    except DataError:
+        raise
     except (OSError, ValueError, UnicodeDecodeError, datasets.exceptions.DatasetGenerationError) as e:
         cause = e.__cause__ or e
         raise DataError(f"{path}: cannot be read as {ext[1:]}: {cause}") from e
+
+
+def _csv_header(path: Path, delimiter: str, quoting: int) -> list[str]:
+    """The header, after checking every row has as many fields as it: pandas would silently turn
+    extra leading fields into an index (an unquoted comma in a sentence shifts the columns)."""
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
+        header = next(reader, [])
+        if not header:
+            raise DataError(f"{path}: is empty; expected a header line naming the columns")
+        start, rows = reader.line_num + 1, 0
+        for row in reader:
+            if row and len(row) != len(header):
+                raise DataError(
+                    f"{path} line {start}: {len(row)} field(s) where the header has {len(header)} "
+                    f"({', '.join(header)}); check the delimiter and quoting"
+                )
+            start, rows = reader.line_num + 1, rows + 1
+    if rows == 0:
+        raise DataError(f"{path}: has no rows (only a header)")
+    return header
 
 
 def _int_label(value: object) -> int | None:

@@ -26,12 +26,13 @@ EXIT_USAGE = 2
 
 def cmd_train(args: argparse.Namespace) -> int:
     from experiments.config import load_config
-    from experiments.io import atomic_dir
-    from experiments.run import run_trial
 
-    cfg = load_config(args.config, args.overrides)
+    cfg = load_config(args.config, args.overrides)  # fail fast, before the heavy imports
     out = Path(args.out or f"runs/train/{cfg.data.task}-{time.strftime('%Y%m%d-%H%M%S')}")
     from lightning.pytorch.loggers import CSVLogger
+
+    from experiments.io import atomic_dir
+    from experiments.run import run_trial
 
     with atomic_dir(out) as tmp:
         logger = CSVLogger(tmp, name="", version="")
@@ -52,9 +53,13 @@ PRESETS = Path(__file__).parent / "presets"
 
 def _sweep_one(spec_path: Path, overrides: list[str], args: argparse.Namespace, profile: str | None) -> dict:
     from experiments.spec import load_spec
-    from sweeps.grid import sweep
 
     spec = load_spec(spec_path, overrides, profile=profile)
+    import optuna
+
+    from sweeps.grid import sweep
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     run_dir = Path(args.out or "runs") / spec.name
     console.print(f"[bold]{spec.name}[/]: {len(spec.variants)} variants x {len(spec.seeds)} seeds -> {run_dir}")
     summary = sweep(spec, run_dir, storage=args.storage, workers=args.workers, use_wandb=not args.no_wandb,
@@ -193,10 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # Overrides may come after options (`--workers 2 model.pe=none`): collect them too.
+    args, extra = parser.parse_known_args(argv)
+    stray = [x for x in extra if x.startswith("-") or "=" not in x]
+    if stray or (extra and not hasattr(args, "overrides")):
+        parser.error(f"unrecognized arguments: {' '.join(stray or extra)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)

@@ -65,6 +65,7 @@ def atomic_dir(final: str | Path) -> Iterator[Path]:
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.partial-"))
+        tmp.chmod(0o777 & ~_UMASK)  # mkdtemp makes 0700
     except OSError as err:
         raise ConfigError(f"cannot create output folder {final}: {err.strerror}") from None
     try:

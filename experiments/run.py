@@ -7,6 +7,7 @@ second training loop.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
 from collections.abc import Sequence
@@ -38,7 +39,9 @@ class TrialResult:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.metrics, "diverged": self.diverged, "steps": self.steps, "wall_s": round(self.wall_s, 3)}
+        """JSON-safe: a NaN metric (a diverged run) becomes null."""
+        metrics = {k: (v if math.isfinite(v) else None) for k, v in self.metrics.items()}
+        return {**metrics, "diverged": self.diverged, "steps": self.steps, "wall_s": round(self.wall_s, 3)}
 
 
 def resolve_precision(cfg: TrainConfig) -> str:

@@ -140,7 +140,12 @@ def spec_from_dict(
     missing = sorted(set(heatmap_seeds) - set(seeds))
     require(not missing, f"{where}heatmap_seeds {missing} are not among seeds {list(seeds)}")
     metric = raw.get("metric", "test/acc")
-    require(isinstance(metric, str) and "/" in metric, f"{where}metric={metric!r}: name a logged metric like test/acc")
+    valid_metrics = [f"{s}/{m}" for s in ("val", "test", "test_long") for m in ("acc", "f1", "loss")]
+    require(metric in valid_metrics, f"{where}metric={metric!r}; choose one of {', '.join(valid_metrics)}")
+    require(
+        not metric.startswith("test_long/") or base.data.long_test_factor > 0,
+        f"{where}metric={metric!r} needs data.long_test_factor > 0 in the base config",
+    )
     direction = raw.get("direction", "maximize")
     require(direction in ("maximize", "minimize"), f"{where}direction={direction!r}; choose 'maximize' or 'minimize'")
     tags = raw.get("tags") or []

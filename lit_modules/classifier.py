@@ -76,8 +76,9 @@ class LitClassifier(L.LightningModule):
         return loss
 
     def on_train_batch_end(self, outputs: object, batch: object, batch_idx: int) -> None:
-        # Metric compute costs a sync; only do it when the logger will write.
-        if (self.global_step % self.trainer.log_every_n_steps) == 0:
+        # Metric compute costs a sync; only do it when the logger will write. A diverged step
+        # updated nothing, so there is nothing to compute (it would log a bogus 0 and warn).
+        if not self.diverged and (self.global_step % self.trainer.log_every_n_steps) == 0:
             metrics = self.metrics["train_m"]
             self.log_dict({f"train/{k}": v for k, v in metrics.compute().items()})
             metrics.reset()

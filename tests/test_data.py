@@ -55,10 +55,12 @@ def test_lookup_labels_match_recomputation(tmp_path: Path) -> None:
     labels = dm.splits["train"]["label"]
     assert sum(labels) == len(labels) // 2
     for toks, label in zip(tokens(dm, "train"), labels, strict=True):
-        assert len(toks) == 7
-        table = dict(t.split("=") for t in toks[:-1])
+        assert len(toks) == 12  # 6 pair tokens, then 6 copies of the one query token
+        pairs, queries = toks[:6], toks[6:]
+        table = dict(t.split("=") for t in pairs)
         assert len(table) == 6  # distinct keys
-        k1, k2 = toks[-1][1:].split(",")
+        assert len(set(queries)) == 1 and queries[0].startswith("q")
+        k1, k2 = queries[0][1:].split(",")
         v1, v2 = int(table[f"k{k1}"][1:]), int(table[f"k{k2}"][1:])
         assert k1 != k2 and v1 != v2 and label == int(v1 > v2)
 

@@ -1,9 +1,21 @@
-"""Multi-lookup task: key-value tokens, then one query naming two keys; label 1 iff value(k1) > value(k2).
+"""Multi-lookup task: key-value tokens, then a query naming two keys; label 1 iff value(A) > value(B).
 
-Each pair is ONE token ``k3=v7`` and the query is ONE token ``q3,11``, so the query position has to
-retrieve two different values at once in one layer: one attention head averages them together, two
-heads can keep them apart (the head-count ablation). The sequence length is ``n_pairs + 1``;
-``min_len``/``max_len`` do not apply (``max_len`` must only fit it). Classes are exactly balanced.
+An example is ``n_pairs`` combined pair tokens ``k3=v7`` (distinct keys, random order) followed by
+``n_pairs`` identical copies of ONE query token ``q3,1`` (A=3, B=1), e.g. with n_pairs=3::
+
+    k0=v4 k3=v7 k1=v2 q3,1 q3,1 q3,1      -> label 1 (7 > 2)
+
+Why one head struggles: each query position must fetch two values selected by the query itself in one
+attention layer. Separate heads each attend to one key and return each value in its own subspace; a
+single head (same d_model, so head_dim = d_model) returns one convex mixture ``w v(A) + (1-w) v(B)``.
+The pair token's value vector cannot be signed by role (whether a key is A or B depends on the query,
+not on the pair token), so the head can only tell the two values apart through an asymmetric weight w
+and must decode a comparison from that blend - learnable only in part. The query is repeated so that
+query positions make up half of what mean pooling averages (one query among the pairs is drowned by
+the pair positions' outputs); the copies carry no extra information. The sequence length is
+``2 * n_pairs`` (``min_len`` does not apply; ``max_len`` must fit it). Invariants: classes exactly
+balanced (the query order realises a pre-drawn label), the two queried values always differ, data fixed
+by the generator's seed, label recomputable from the tokens.
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ def vocab(cfg: DataConfig) -> list[str]:
 def generate(
     cfg: DataConfig, rng: np.random.Generator, n: int, scale: int = 1
 ) -> tuple[list[str], list[int]]:
-    """``n`` examples with ``n_pairs * scale`` pairs (scale > 1 only for the length-extrapolation split)."""
+    """``n`` examples: ``m = n_pairs * scale`` pairs then ``m`` query copies (scale > 1: length-extrapolation split)."""
     m = cfg.n_pairs * scale
     if m > cfg.n_keys:
         raise ConfigError(

@@ -1,0 +1,256 @@
+"""A catalog of user errors: each exits with code 2, names the problem, and leaves no ``out`` folder.
+
+Every case is a real ``ablate train ... --out out`` process in its own working folder. Starting the
+interpreter costs ~8 CPU-seconds of imports (torch, lightning, datasets), so the catalog forks this
+already-importing test process and runs the CLI's ``main`` in the child (same argv parsing, same exit
+code, its own cwd, stdout and stderr); one case also goes through the console entry point proper.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets.packaged_modules.csv  # noqa: F401  (imported here once, not in every forked child)
+import optuna  # noqa: F401
+import pytest
+from lightning.pytorch.loggers import CSVLogger  # noqa: F401
+
+import experiments.run  # noqa: F401
+from experiments import cli
+from tests.conftest import ablate_cmd
+
+TINY = (
+    "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, dropout: 0.0}\n"
+    "data: {task: order, min_len: 7, max_len: 7, n_symbols: 5, n_train: 96, n_val: 32, n_test: 32,"
+    " batch_size: 16}\n"
+    "optim: {lr: 0.003}\n"
+    "trainer: {max_steps: 4, log_every: 1}\n"
+    "seed: 0\n"
+)
+GOOD_ROWS = "".join(f"{w} film number {i},{i % 2}\n" for i, w in enumerate(["good", "bad"] * 20))
+TEXT = ["data.task=text", "data.source=data.csv"]
+
+
+@dataclass
+class Case:
+    args: list[str]
+    expect: list[str]  # substrings of stderr, e.g. the key, the valid choices, the file and the line
+    files: dict[str, str | None] | None = None  # written into the working folder; None makes a folder
+
+
+CASES: dict[str, Case] = {
+    # --- config keys, types and values -------------------------------------------------------
+    "unknown-key": Case(
+        ["model.n_head=1"], ["unknown config key 'model.n_head'", "valid model keys", "n_heads"]
+    ),
+    "unknown-section": Case(
+        ["optimizer.lr=1"], ["unknown config key 'optimizer.lr'", "'optim'", "'trainer'"]
+    ),
+    "unknown-section-in-yaml": Case(
+        [], ["unknown config section", "optimiser", "'optim'"], {"tiny.yaml": TINY + "optimiser: {lr: 1}\n"}
+    ),
+    "unknown-key-in-yaml": Case(
+        [],
+        ["unknown key", "model.heads", "valid model keys", "n_heads"],
+        {"tiny.yaml": TINY.replace("n_heads", "heads")},
+    ),
+    "section-not-mapping": Case(
+        [],
+        ["section 'trainer' must be a mapping"],
+        {"tiny.yaml": TINY.replace("trainer: {max_steps: 4, log_every: 1}", "trainer: 4")},
+    ),
+    "int-given-string": Case(["model.d_model=big"], ["model.d_model='big'", "wrong type", "expected int"]),
+    "int-given-bool": Case(["model.n_layers=true"], ["model.n_layers=True", "wrong type", "expected int"]),
+    "seed-given-string": Case(["seed=abc"], ["seed='abc'", "expected int"]),
+    "float-given-string": Case(["optim.lr=fast"], ["optim.lr='fast'", "wrong type", "expected float"]),
+    "invalid-choice-pe": Case(
+        ["model.pe=abs"], ["model.pe='abs'", "'none', 'sinusoidal', 'learned', 'rope', 'alibi'"]
+    ),
+    "invalid-choice-norm": Case(["model.norm=sandwich"], ["model.norm='sandwich'", "'pre', 'post'"]),
+    "heads-do-not-divide": Case(
+        ["model.n_heads=3"],
+        ["d_model=16 is not divisible by model.n_heads=3", "valid n_heads: [1, 2, 4, 8, 16]"],
+    ),
+    "rope-odd-head-dim": Case(
+        ["model.pe=rope", "model.n_heads=16"], ["model.pe='rope'", "even head_dim", "16/16 = 1"]
+    ),
+    "max-steps-zero": Case(["trainer.max_steps=0"], ["trainer.max_steps must be >= 1, got 0"]),
+    "lr-negative": Case(["optim.lr=-1"], ["optim.lr must be > 0, got -1"]),
+    "dropout-above-one": Case(["model.dropout=1.5"], ["model.dropout must be in [0, 1), got 1.5"]),
+    "batch-size-zero": Case(["data.batch_size=0"], ["data.batch_size must be >= 1, got 0"]),
+    "warmup-ratio-one": Case(["optim.warmup_ratio=1"], ["optim.warmup_ratio must be in [0, 1)"]),
+    "min-len-above-max-len": Case(["data.min_len=9"], ["data.min_len=9 is larger than data.max_len=7"]),
+    "learned-pe-too-short": Case(
+        ["model.pe=learned", "model.max_len=6"],
+        ["model.pe='learned'", "model.max_len=6", "reach 8 tokens", "raise model.max_len"],
+    ),
+    "override-without-equals": Case(["model.n_heads"], ["'model.n_heads' is not of the form key=value"]),
+    # --- config files ------------------------------------------------------------------------
+    "missing-config-file": Case(["@nothere.yaml"], ["file not found", "nothere.yaml"]),
+    "yaml-syntax-error": Case(
+        [],
+        ["cannot read YAML file", "tiny.yaml", "line 2"],
+        {"tiny.yaml": "model:\n  d_model: [16\nseed: 0\n"},
+    ),
+    "yaml-is-a-list": Case([], ["tiny.yaml", "must be a YAML mapping"], {"tiny.yaml": "- model\n- data\n"}),
+    "yaml-duplicate-key": Case([], ["tiny.yaml", "duplicate key 'seed'"], {"tiny.yaml": TINY + "seed: 1\n"}),
+    # --- text data ---------------------------------------------------------------------------
+    "text-without-source": Case(["data.task=text"], ["data.task='text' needs data.source"]),
+    "data-file-missing": Case(
+        ["data.task=text", "data.source=nothere.csv"],
+        ["data.source: file or folder not found", "nothere.csv"],
+    ),
+    "folder-without-test": Case(
+        ["data.task=text", "data.source=corpus"],
+        ["corpus", "no test file", "test.csv"],
+        {"corpus": None, "corpus/train.csv": "sentence,label\n" + GOOD_ROWS},
+    ),
+    "label-not-integer": Case(
+        TEXT,
+        ["data.csv line 4", "label 'positive'", "not an integer"],
+        {"data.csv": "sentence,label\ngood,1\nbad,0\nfine,positive\n" + GOOD_ROWS},
+    ),
+    "label-negative": Case(
+        TEXT,
+        ["data.csv line 3", "label -1 is negative"],
+        {"data.csv": "sentence,label\ngood,1\nbad,-1\n" + GOOD_ROWS},
+    ),
+    "text-empty": Case(
+        TEXT,
+        ["data.csv line 3", "empty text", "'sentence'"],
+        {"data.csv": 'sentence,label\ngood,1\n"  ",0\n' + GOOD_ROWS},
+    ),
+    "label-column-missing": Case(
+        [*TEXT, "data.label_column=y"],
+        ["data.csv", "no label column 'y'", "['sentence', 'label']"],
+        {"data.csv": "sentence,label\n" + GOOD_ROWS},
+    ),
+    "text-column-missing": Case(
+        [*TEXT, "data.text_column=review"],
+        ["data.csv", "no text column 'review'", "['sentence', 'label']"],
+        {"data.csv": "sentence,label\n" + GOOD_ROWS},
+    ),
+    "csv-row-with-extra-fields": Case(
+        TEXT,
+        ["data.csv line 3", "3 field(s) where the header has 2"],
+        {"data.csv": "sentence,label\ngood,1\nsure, fine,0\n" + GOOD_ROWS},
+    ),
+    "csv-unclosed-quote": Case(
+        TEXT,
+        ["data.csv line 3", "check the delimiter and quoting"],
+        {"data.csv": 'sentence,label\ngood,1\n"bad,0\n' + GOOD_ROWS},
+    ),
+    "csv-header-only": Case(TEXT, ["data.csv", "has no rows"], {"data.csv": "sentence,label\n"}),
+    "csv-empty-file": Case(TEXT, ["data.csv", "is empty"], {"data.csv": ""}),
+    "label-only-in-test": Case(
+        ["data.task=text", "data.source=corpus"],
+        ["corpus/test.csv line 2", "label 7 in test does not occur in train"],
+        {
+            "corpus": None,
+            "corpus/train.csv": "sentence,label\n" + GOOD_ROWS,
+            "corpus/test.csv": "sentence,label\nodd,7\n",
+        },
+    ),
+    # --- output folder -----------------------------------------------------------------------
+    "out-exists-not-empty": Case(
+        [], ["output folder out already exists and is not empty"], {"out": None, "out/keep.txt": "mine\n"}
+    ),
+}
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_forked(argv: list[str], cwd: Path, timeout: float = 120.0) -> Ran:
+    """``ablate <argv>`` in a forked child of this process: cwd, stdout, stderr and exit code its own."""
+    logs = Path(tempfile.mkdtemp(prefix="ablate-cli-"))
+    out, err = logs / "stdout", logs / "stderr"
+    pid = os.fork()
+    if pid == 0:  # child: never return into pytest
+        code = 70
+        try:
+            os.chdir(cwd)
+            with out.open("w") as so, err.open("w") as se:
+                sys.stdout, sys.stderr = so, se
+                try:
+                    code = cli.main(argv)
+                except SystemExit as e:
+                    code = e.code if isinstance(e.code, int) else 1
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail(f"ablate {' '.join(argv)} ran past {timeout} s")
+        time.sleep(0.02)
+    return Ran(os.waitstatus_to_exitcode(status), out.read_text(), err.read_text())
+
+
+def prepare(tmp_path: Path, case: Case) -> list[str]:
+    """Write the case's files (default: the tiny config) and return the full ``train`` argv."""
+    files = {"tiny.yaml": TINY, **(case.files or {})}
+    for name, content in files.items():
+        if content is None:
+            (tmp_path / name).mkdir(parents=True)
+        else:
+            (tmp_path / name).write_text(content)
+    config, overrides = "tiny.yaml", list(case.args)
+    if overrides and overrides[0].startswith("@"):
+        config = overrides.pop(0)[1:]
+    return ["train", config, *overrides, "--out", "out", "--no-progress"]
+
+
+def assert_failed_cleanly(tmp_path: Path, ran: Ran, case: Case) -> None:
+    assert ran.returncode == 2, f"exit {ran.returncode}\nstdout:\n{ran.stdout}\nstderr:\n{ran.stderr}"
+    assert "Traceback" not in ran.stderr
+    message = " ".join(ran.stderr.split())  # rich may wrap long lines
+    for part in case.expect:
+        assert part in message, f"{part!r} not in stderr:\n{ran.stderr}"
+    if case.files and "out/keep.txt" in case.files:
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["keep.txt"]
+    else:
+        assert not (tmp_path / "out").exists()
+    assert not list(tmp_path.glob(".out.partial-*"))
+
+
+@pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+def test_bad_input_exits_2(tmp_path: Path, case: Case) -> None:
+    ran = run_forked(prepare(tmp_path, case), tmp_path)
+    assert_failed_cleanly(tmp_path, ran, case)
+
+
+def test_console_entry_point_exits_2(tmp_path: Path) -> None:
+    """The catalog's fork shortcut agrees with a real ``python -m experiments.cli`` process."""
+    case = CASES["label-not-integer"]
+    proc = subprocess.run(
+        ablate_cmd(*prepare(tmp_path, case)),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert_failed_cleanly(tmp_path, Ran(proc.returncode, proc.stdout, proc.stderr), case)
+
+
+def test_catalog_is_large_enough() -> None:
+    assert len(CASES) >= 25

@@ -1,0 +1,222 @@
+"""The ablation grid: spec validation, exactly-once cells with several workers,
+kill -9 and resume, heatmap archive, W&B offline runs, report."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from optuna.trial import TrialState
+
+from experiments.spec import spec_from_dict
+from lit_modules.config import ConfigError
+from tests.conftest import ablate_cmd
+
+TINY_BASE = {
+    "model": {"d_model": 16, "n_layers": 2, "n_heads": 2, "d_ff": 32, "dropout": 0.0},
+    "data": {"task": "order", "min_len": 7, "max_len": 7, "n_symbols": 5, "n_train": 96, "n_val": 32,
+             "n_test": 32, "batch_size": 16},
+    "trainer": {"max_steps": 3, "log_every": 1},
+}
+
+
+def write_spec(tmp_path: Path, **extra: object) -> Path:
+    spec = {
+        "name": "tiny",
+        "base": TINY_BASE,
+        "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}},
+        "seeds": 3,
+        "heatmap_seeds": [1],
+        **extra,
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def run_sweep(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ablate_cmd("sweep", str(tmp_path / "tiny.yaml"), "--out", str(tmp_path / "runs"),
+                   "--heartbeat", "1", "--grace", "3", *args),
+        cwd=tmp_path, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def trials_by_cell(run_dir: Path) -> dict[str, list[optuna.trial.FrozenTrial]]:
+    study = optuna.load_study(study_name="tiny", storage=f"sqlite:///{run_dir / 'study.db'}")
+    out: dict[str, list] = collections.defaultdict(list)
+    for t in study.get_trials():
+        out[t.user_attrs.get("cell", "?")].append(t)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"variants": {"baseline": {}, "x": {"model.nope": 1}}}, "unknown config key 'model.nope'"),
+        ({"variants": {"baseline": {}, "same": {"model.pe": "sinusoidal"}}}, "changes nothing"),
+        ({"variants": {"a": {"model.pe": "none"}, "b": {"model.n_heads": 1}}}, "exactly one variant"),
+        ({"variants": {"baseline": {}, "other": {}}}, "exactly one variant"),
+        ({"variants": {"baseline": {}, "bad": {"model.n_heads": 3}}}, "not divisible"),
+        ({"variants": {"baseline": {}, "s": {"seed": 3}}}, "sets 'seed'"),
+        ({"heatmap_seeds": [9]}, "not among seeds"),
+        ({"seeds": [1, 1]}, "lists a seed twice"),
+        ({"seeds": 0}, "must be >= 1"),
+        ({"direction": "up"}, "choose 'maximize' or 'minimize'"),
+        ({"metric": "test/bogus"}, "metric"),
+        ({"colour": "red"}, "unknown experiment key"),
+    ],
+)
+def test_spec_validation(change: dict, message: str) -> None:
+    raw = {"name": "t", "base": TINY_BASE, "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}}}
+    with pytest.raises(ConfigError, match=message):
+        spec_from_dict({**raw, **change})
+
+
+def test_spec_cells_and_overrides() -> None:
+    raw = {"name": "t", "base": TINY_BASE, "variants": {"baseline": {}, "one": {"model.n_heads": 1}},
+           "seeds": [3, 5]}
+    spec = spec_from_dict(raw, overrides=["trainer.max_steps=7"])
+    assert spec.cells() == [("baseline", 3), ("one", 3), ("baseline", 5), ("one", 5)]
+    assert spec.baseline == "baseline" and spec.heatmap_seeds == (3,)
+    cfg = spec.cell_config("one", 5)
+    assert (cfg.model.n_heads, cfg.seed, cfg.trainer.max_steps, cfg.model.d_model) == (1, 5, 7, 16)
+    # The base overrides are part of the identity; the seeds are not (a study can grow).
+    assert spec.identity() != spec_from_dict(raw).identity()
+    assert spec.identity() == spec_from_dict({**raw, "seeds": 9}, overrides=["trainer.max_steps=7"]).identity()
+
+
+def test_sweep_two_workers_every_cell_once(tmp_path: Path) -> None:
+    write_spec(tmp_path)
+    proc = run_sweep(tmp_path, "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    run_dir = tmp_path / "runs" / "tiny"
+    by_cell = trials_by_cell(run_dir)
+    expected = {f"{v}/s{s}" for v in ("baseline", "no_pe") for s in range(3)}
+    complete = {c for c, ts in by_cell.items() if any(t.state == TrialState.COMPLETE for t in ts)}
+    assert complete == expected
+    for cell in expected:
+        assert sum(t.state == TrialState.COMPLETE for t in by_cell[cell]) == 1, cell
+    # Every complete trial carries the cell's record.
+    t = next(t for t in by_cell["no_pe/s2"] if t.state == TrialState.COMPLETE)
+    assert t.params == {"variant": "no_pe", "seed": 2}
+    assert t.user_attrs["config"]["model.pe"] == "none" and t.user_attrs["config"]["seed"] == 2
+    assert {"val/acc", "test/acc"} <= set(t.user_attrs["metrics"]) and t.user_attrs["diverged"] is False
+    assert t.value == t.user_attrs["metrics"]["test/acc"] and t.user_attrs["wall_s"] > 0
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["cells"] == {"total": 6, "complete": 6, "missing": []}
+    assert set(summary["variants"]) == {"baseline", "no_pe"} and summary["baseline"] == "baseline"
+    assert all(v["n"] == 3 for v in summary["variants"].values())
+    # Heatmaps only for heatmap seeds, one PNG per layer, (N, H, L, L) arrays.
+    import numpy as np
+
+    for variant in ("baseline", "no_pe"):
+        assert not (run_dir / "heatmaps" / variant / "seed0").exists()
+        hm = run_dir / "heatmaps" / variant / "seed1"
+        assert sorted(p.name for p in hm.glob("layer*.png")) == ["layer0.png", "layer1.png"]
+        npz = np.load(hm / "attention.npz")
+        assert npz["layer0"].shape[:2] == (4, 2) and npz["layer0"].shape[2] == npz["layer0"].shape[3]
+        heads = json.loads((hm / "heads.json").read_text())
+        assert np.array(heads["entropy"]).shape == (2, 2) and np.array(heads["importance"]).shape == (2, 2)
+    for name in ("results.csv", "report.md", "report.html"):
+        assert (run_dir / name).is_file()
+    html = (run_dir / "report.html").read_text()
+    assert "no_pe" in html and "data:image/png;base64," in html
+    assert len((run_dir / "results.csv").read_text().splitlines()) == 7
+
+    # Same command again: nothing reruns.
+    again = run_sweep(tmp_path, "--workers", "2")
+    assert again.returncode == 0, again.stderr
+    assert sum(len(ts) for ts in trials_by_cell(run_dir).values()) == sum(len(ts) for ts in by_cell.values())
+
+
+def test_identity_mismatch_is_refused(tmp_path: Path) -> None:
+    write_spec(tmp_path, seeds=1, heatmap_seeds=[0])
+    assert run_sweep(tmp_path, "--no-wandb").returncode == 0
+    proc = run_sweep(tmp_path, "--no-wandb", "model.d_ff=64")
+    assert proc.returncode == 2 and "different base config" in proc.stderr
+
+
+def test_kill_worker_then_resume(tmp_path: Path) -> None:
+    """kill -9 a worker mid-cell: finished cells are kept, the killed cell reruns once."""
+    base = {**TINY_BASE, "trainer": {"max_steps": 200, "log_every": 50}}
+    write_spec(tmp_path, base=base, seeds=2, heatmap_seeds=[0])
+    run_dir = tmp_path / "runs" / "tiny"
+    driver = subprocess.Popen(
+        ablate_cmd("sweep", str(tmp_path / "tiny.yaml"), "--out", str(tmp_path / "runs"), "--no-wandb",
+                   "--heartbeat", "1", "--grace", "3"),
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.time() + 240
+    killed_cell = None
+    while time.time() < deadline and killed_cell is None:
+        time.sleep(0.5)
+        if not (run_dir / "study.db").exists():
+            continue
+        cells = trials_by_cell(run_dir)
+        done = [c for c, ts in cells.items() if any(t.state == TrialState.COMPLETE for t in ts)]
+        running = [c for c, ts in cells.items() if any(t.state == TrialState.RUNNING for t in ts)]
+        if done and running:
+            pids = subprocess.run(["pgrep", "-f", f"sweeps.worker --run-dir {run_dir}"],
+                                  capture_output=True, text=True).stdout.split()
+            for pid in pids:
+                os.kill(int(pid), signal.SIGKILL)
+            killed_cell = running[0]
+    assert killed_cell is not None, "no cell was running in time"
+    driver.communicate(timeout=60)
+    before = trials_by_cell(run_dir)
+    finished_before = {c: next(t.number for t in ts if t.state == TrialState.COMPLETE)
+                       for c, ts in before.items() if any(t.state == TrialState.COMPLETE for t in ts)}
+    assert killed_cell not in finished_before
+
+    proc = run_sweep(tmp_path, "--no-wandb")
+    assert proc.returncode == 0, proc.stderr
+    after = trials_by_cell(run_dir)
+    for cell, number in finished_before.items():  # kept, never rerun
+        assert [t.number for t in after[cell] if t.state == TrialState.COMPLETE] == [number]
+        assert len(after[cell]) == len(before[cell])
+    killed = after[killed_cell]
+    assert [t.state for t in killed].count(TrialState.COMPLETE) == 1
+    assert [t.state for t in killed].count(TrialState.FAIL) == 1  # the killed attempt, failed by heartbeat
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["cells"]["complete"] == summary["cells"]["total"] == 4
+    assert not list((run_dir / "cells").glob(".*partial*"))
+
+
+def test_wandb_offline_runs_carry_group_name_config(tmp_path: Path) -> None:
+    write_spec(tmp_path, seeds=1, heatmap_seeds=[0])
+    proc = run_sweep(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = tmp_path / "runs" / "tiny"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    found = {}
+    for run in sorted((run_dir / "wandb").glob("offline-run-*")):
+        records = subprocess.run(["wandb", "leet", "inspect", "--json", str(run)],
+                                 capture_output=True, text=True, env=env).stdout.splitlines()
+        run_rec = next(r["run"] for r in map(json.loads, filter(None, records)) if r.get("type") == "run")
+        summary = json.loads(subprocess.run(["wandb", "leet", "inspect", "--summary", "--json", str(run)],
+                                            capture_output=True, text=True, env=env).stdout)
+        found[summary["name"]] = (run_rec, summary)
+    assert set(found) == {"baseline-s0", "no_pe-s0", "tiny-summary"}
+    rec, summary = found["no_pe-s0"]
+    assert (rec["run_group"], rec["job_type"], rec["project"]) == ("no_pe", "tiny", "ablate")
+    assert summary["config"]["variant"] == "no_pe" and summary["config"]["seed"] == 0
+    assert summary["config"]["model.pe"] == "none"
+    assert "test/acc" in summary["summary"] and "heads/entropy/l0h0" in summary["summary"]
+    assert set(rec["tags"]) >= {"tiny", "no_pe"}
+    # The trial stores the W&B run id.
+    by_cell = trials_by_cell(run_dir)
+    wandb_ids = {t.user_attrs["wandb_id"] for ts in by_cell.values() for t in ts if t.state == TrialState.COMPLETE}
+    assert all(wandb_ids) and len(wandb_ids) == 2
+    rec, summary = found["tiny-summary"]
+    assert rec["run_group"] == "summary" and summary["summary"]["cells_complete"] == 2

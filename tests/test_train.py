@@ -1,0 +1,213 @@
+"""``ablate train`` and ``run_trial``: outputs, determinism, divergence, schedule, every variant, text, learning."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from torch import nn
+
+from experiments.config import TrainConfig, load_config
+from experiments.run import run_trial
+from lit_modules.classifier import LitClassifier, warmup_cosine
+from lit_modules.config import ModelConfig, OptimConfig
+from tests.conftest import REPO, SST2, ablate_cmd
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def ablate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        ablate_cmd("train", *args, "--out", "out", "--no-progress"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=ENV,
+    )
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert not list(tmp_path.glob(".out.partial-*"))
+    return proc
+
+
+def test_train_cli_writes_config_metrics_tokenizer(tmp_path: Path, tiny_config: Path) -> None:
+    proc = ablate(tmp_path, str(tiny_config), "model.n_heads=1", "seed=3")
+    out = tmp_path / "out"
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    assert saved == load_config(tiny_config, ["model.n_heads=1", "seed=3"]).to_dict()
+    assert saved["model"]["n_heads"] == 1 and saved["seed"] == 3
+    assert saved["model"]["d_model"] == 16 and saved["data"]["n_train"] == 96  # from the file
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {"val/acc", "test/acc", "val/loss", "diverged", "steps", "wall_s"} <= set(metrics)
+    assert metrics["steps"] == 4 and metrics["diverged"] is False and metrics["wall_s"] > 0
+    assert 0.0 <= metrics["test/acc"] <= 1.0
+    assert json.loads((out / "tokenizer.json").read_text())["model"]["vocab"]["A"] >= 2
+    for key in ("val/acc", "test/acc", "steps"):
+        assert key in proc.stdout
+    assert f"{metrics['test/acc']:.4f}" in proc.stdout
+
+
+@pytest.fixture
+def tiny_cfg(tiny_config: Path) -> TrainConfig:
+    return load_config(tiny_config)
+
+
+def test_run_trial_is_deterministic_and_seed_matters(tiny_cfg: TrainConfig) -> None:
+    first, again = run_trial(tiny_cfg), run_trial(tiny_cfg)
+    assert first.metrics == again.metrics  # bit-identical floats, every metric
+    other = run_trial(tiny_cfg.override(["seed=1"]))
+    assert other.metrics["val/loss"] != first.metrics["val/loss"]
+
+
+def test_huge_lr_diverges_without_crashing(tiny_cfg: TrainConfig, tmp_path: Path) -> None:
+    cfg = tiny_cfg.override(
+        ["optim.lr=1e30", "optim.grad_clip=0", "optim.warmup_ratio=0", "trainer.max_steps=20"]
+    )
+    result = run_trial(cfg, tmp_path)
+    assert result.diverged and result.steps < 20
+    saved = json.loads((tmp_path / "metrics.json").read_text())
+    assert saved["diverged"] is True and saved["steps"] == result.steps
+
+
+def test_nan_logits_after_step_k_stop_the_run(tiny_cfg: TrainConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    forward = LitClassifier.forward
+
+    def nan_from_step_3(self: LitClassifier, batch: dict) -> torch.Tensor:
+        logits = forward(self, batch)
+        return logits * math.nan if self.training and self.global_step >= 3 else logits
+
+    monkeypatch.setattr(LitClassifier, "forward", nan_from_step_3)
+    result = run_trial(tiny_cfg.override(["trainer.max_steps=10"]))
+    assert result.diverged and result.extras["lit"].diverged_at == 3
+    assert result.steps < 10
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [(0, 0.1), (4, 0.5), (9, 1.0), (10, 1.0), (60, 0.1 + 0.9 * 0.5), (110, 0.1), (500, 0.1)],
+)
+def test_warmup_cosine_values(step: int, expected: float) -> None:
+    # warmup 10 of 110 steps, decay to 10% of the peak
+    assert warmup_cosine(step, 10, 110, 0.1) == pytest.approx(expected)
+
+
+def test_warmup_cosine_without_warmup() -> None:
+    assert warmup_cosine(0, 0, 100, 0.0) == 1.0
+    assert warmup_cosine(25, 0, 100, 0.0) == pytest.approx(0.5 * (1 + math.cos(math.pi / 4)))
+    assert warmup_cosine(50, 0, 100, 0.0) == pytest.approx(0.5)
+    assert warmup_cosine(100, 0, 100, 0.0) == pytest.approx(0.0)
+
+
+def test_optimizer_decays_only_linear_weights_and_follows_schedule() -> None:
+    model_cfg = ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32, pe="learned", pool="cls", max_len=16)
+    optim_cfg = OptimConfig(lr=1e-3, weight_decay=0.1, warmup_ratio=0.2, min_lr_ratio=0.5)
+    lit = LitClassifier(model_cfg, optim_cfg, vocab_size=11, n_classes=3, max_steps=10)
+    conf = lit.configure_optimizers()
+    opt, sched = conf["optimizer"], conf["lr_scheduler"]["scheduler"]
+    assert conf["lr_scheduler"]["interval"] == "step"
+    decay_group, plain_group = opt.param_groups
+    assert decay_group["weight_decay"] == 0.1 and plain_group["weight_decay"] == 0.0
+    decayed = {id(p) for p in decay_group["params"]}
+    plain = {id(p) for p in plain_group["params"]}
+    names = dict(lit.model.named_parameters())
+    assert decayed.isdisjoint(plain) and decayed | plain == {id(p) for p in names.values()}
+    linear_weights = {
+        f"{m_name}.weight" for m_name, m in lit.model.named_modules() if isinstance(m, nn.Linear)
+    }
+    assert linear_weights and {n for n, p in names.items() if id(p) in decayed} == linear_weights
+    not_decayed = {n for n, p in names.items() if id(p) in plain}
+    assert "embed.weight" in not_decayed and "cls" in not_decayed
+    assert any(n.startswith("pe.") for n in not_decayed)  # the learned position table
+    assert any(n.endswith("bias") for n in not_decayed)
+    layer_norms = [m for m in lit.model.modules() if isinstance(m, nn.LayerNorm)]
+    assert layer_norms and all(id(m.weight) in plain for m in layer_norms)
+    # warmup 2 of 10 steps: 0.5, 1.0, then cosine down to min_lr_ratio 0.5
+    seen = []
+    for _ in range(11):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    expected = [warmup_cosine(s, 2, 10, 0.5) * 1e-3 for s in range(11)]
+    assert seen == pytest.approx(expected)
+    assert seen[:3] == pytest.approx([0.5e-3, 1e-3, 1e-3]) and seen[10] == pytest.approx(0.5e-3)
+
+
+# The full product pe x norm x pool x n_heads (40 runs, ~0.2 s each).
+VARIANTS = [
+    (pe, norm, pool, heads)
+    for pe in ("none", "sinusoidal", "learned", "rope", "alibi")
+    for norm in ("pre", "post")
+    for pool in ("cls", "mean")
+    for heads in (1, 2)
+]
+
+
+@pytest.mark.parametrize(
+    ("pe", "norm", "pool", "heads"), VARIANTS, ids=["-".join(map(str, v)) for v in VARIANTS]
+)
+def test_every_variant_trains(pe: str, norm: str, pool: str, heads: int) -> None:
+    # Batch 3 and lengths 5..7: odd sizes that catch shape and padding-mask bugs.
+    model = {"d_model": 8, "n_layers": 1, "d_ff": 16, "max_len": 8, "dropout": 0.1}
+    data = {"task": "order", "min_len": 5, "max_len": 7, "n_symbols": 3, "n_train": 12, "n_val": 6}
+    base = TrainConfig.from_dict({"model": model, "data": {**data, "n_test": 6, "batch_size": 3}})
+    cfg = base.override(
+        {
+            "model.pe": pe,
+            "model.norm": norm,
+            "model.pool": pool,
+            "model.n_heads": heads,
+            "trainer.max_steps": 2,
+        }
+    )
+    result = run_trial(cfg)
+    assert result.steps == 2 and not result.diverged
+    assert {"val/loss", "val/acc", "test/loss", "test/acc"} <= set(result.metrics)
+    assert all(math.isfinite(v) for v in result.metrics.values()), result.metrics
+
+
+def test_train_cli_on_sst2(tmp_path: Path, tiny_config: Path) -> None:
+    ablate(
+        tmp_path,
+        str(tiny_config),
+        "data.task=text",
+        f"data.source={SST2}",
+        "data.max_len=32",
+        "trainer.max_steps=5",
+    )
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["steps"] == 5 and math.isfinite(metrics["test/loss"])
+    vocab = json.loads((tmp_path / "out" / "tokenizer.json").read_text())["model"]["vocab"]
+    assert len(vocab) > 1000 and "film" in vocab
+
+
+def test_run_trial_on_local_csv(tmp_path: Path, tiny_cfg: TrainConfig) -> None:
+    rows = [("a fine, warm film", 1), ("dull and slow", 0), ("warm and fine", 1), ("slow, dull film", 0)] * 15
+    csv = tmp_path / "reviews.csv"
+    csv.write_text("label,sentence\n" + "".join(f'{y},"{t}"\n' for t, y in rows))
+    cfg = tiny_cfg.override({"data.task": "text", "data.source": str(csv), "data.val_fraction": 0.1})
+    result = run_trial(cfg, tmp_path / "out")
+    assert result.steps == 4 and all(math.isfinite(v) for v in result.metrics.values())
+    vocab = json.loads((tmp_path / "out" / "tokenizer.json").read_text())["model"]["vocab"]
+    assert {"fine", "warm", "dull", ","} <= set(vocab)  # the quoted commas stayed inside the text
+    assert result.extras["datamodule"].n_classes == 2
+
+
+@pytest.mark.slow
+def test_order_task_is_learned_with_positions_only() -> None:
+    """Measured on the 2-core CPU, one thread: test/acc 1.000, test/loss 0.0000 (800 steps, 33 s)."""
+    result = run_trial(load_config(REPO / "experiments" / "order.yaml"))
+    assert result.steps == 800 and not result.diverged
+    assert result.metrics["test/acc"] >= 0.9, result.metrics
+
+
+@pytest.mark.slow
+def test_order_task_without_positions_is_at_chance() -> None:
+    """Measured on the 2-core CPU, one thread: test/acc 0.500, test/loss 0.6931 = ln 2 (800 steps, 32 s)."""
+    result = run_trial(load_config(REPO / "experiments" / "order.yaml", ["model.pe=none"]))
+    assert 0.4 <= result.metrics["test/acc"] <= 0.6, result.metrics
