@@ -19,8 +19,8 @@ from experiments.config import TrainConfig, parse_overrides, read_yaml
 from lit_modules.config import ConfigError, require
 
 SPEC_KEYS = (
-    "name", "description", "base", "variants", "seeds", "heatmap_seeds",
-    "metric", "direction", "wandb_project", "tags", "profiles",
+    "name", "description", "base", "overrides", "variants", "seeds", "heatmap_seeds",
+    "metric", "extra_metrics", "direction", "wandb_project", "tags", "profiles",
 )
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -34,6 +34,8 @@ class ExperimentSpec:
     seeds: tuple[int, ...]
     heatmap_seeds: tuple[int, ...]
     metric: str = "test/acc"
+    # Further metrics reported with the same statistics (e.g. test_long/acc).
+    extra_metrics: tuple[str, ...] = ()
     direction: Literal["maximize", "minimize"] = "maximize"
     wandb_project: str | None = None
     tags: tuple[str, ...] = ()
@@ -69,6 +71,7 @@ class ExperimentSpec:
             "seeds": list(self.seeds),
             "heatmap_seeds": list(self.heatmap_seeds),
             "metric": self.metric,
+            "extra_metrics": list(self.extra_metrics),
             "direction": self.direction,
             "wandb_project": self.wandb_project,
             "tags": list(self.tags),
@@ -109,7 +112,8 @@ def spec_from_dict(
     require(isinstance(base_raw, dict), f"{where}base must be a train config mapping or a path to one")
     base = TrainConfig.from_dict(base_raw)
 
-    base_overrides: dict[str, Any] = {}
+    # The spec's own overrides, then a profile's, then the command line's.
+    base_overrides: dict[str, Any] = parse_overrides(raw.get("overrides") or {})
     profiles = raw.get("profiles") or {}
     if profile is not None:
         require(profile in profiles, f"{where}no profile {profile!r}; this spec has {sorted(profiles) or 'none'}")
@@ -140,12 +144,15 @@ def spec_from_dict(
     missing = sorted(set(heatmap_seeds) - set(seeds))
     require(not missing, f"{where}heatmap_seeds {missing} are not among seeds {list(seeds)}")
     metric = raw.get("metric", "test/acc")
+    extra_metrics = raw.get("extra_metrics") or []
+    require(isinstance(extra_metrics, list), f"{where}extra_metrics must be a list of metric names")
     valid_metrics = [f"{s}/{m}" for s in ("val", "test", "test_long") for m in ("acc", "f1", "loss")]
-    require(metric in valid_metrics, f"{where}metric={metric!r}; choose one of {', '.join(valid_metrics)}")
-    require(
-        not metric.startswith("test_long/") or base.data.long_test_factor > 0,
-        f"{where}metric={metric!r} needs data.long_test_factor > 0 in the base config",
-    )
+    for m in [metric, *extra_metrics]:
+        require(m in valid_metrics, f"{where}metric {m!r} is not logged; choose one of {', '.join(valid_metrics)}")
+        require(
+            not m.startswith("test_long/") or base.data.long_test_factor > 0,
+            f"{where}metric {m!r} needs data.long_test_factor > 0 in the base config",
+        )
     direction = raw.get("direction", "maximize")
     require(direction in ("maximize", "minimize"), f"{where}direction={direction!r}; choose 'maximize' or 'minimize'")
     tags = raw.get("tags") or []
@@ -157,6 +164,7 @@ def spec_from_dict(
         seeds=seeds,
         heatmap_seeds=heatmap_seeds,
         metric=metric,
+        extra_metrics=tuple(extra_metrics),
         direction=direction,
         wandb_project=raw.get("wandb_project"),
         tags=tuple(str(t) for t in tags),
@@ -179,6 +187,7 @@ def spec_from_resolved(d: dict[str, Any]) -> ExperimentSpec:
         seeds=tuple(d["seeds"]),
         heatmap_seeds=tuple(d["heatmap_seeds"]),
         metric=d["metric"],
+        extra_metrics=tuple(d.get("extra_metrics", ())),
         direction=d["direction"],
         wandb_project=d.get("wandb_project"),
         tags=tuple(d.get("tags", ())),

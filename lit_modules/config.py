@@ -93,7 +93,8 @@ class ModelConfig:
     pool: Literal["cls", "mean"] = "cls"
     attn_impl: Literal["sdpa", "eager"] = "sdpa"
     activation: Literal["gelu", "relu"] = "gelu"
-    # Rows of the learned PE table, and the longest input any PE accepts.
+    # Rows of the learned PE table ([CLS] included); longer inputs are an error
+    # with pe=learned. Sinusoidal, RoPE and ALiBi compute any position.
     max_len: int = 256
     # Multiply token embeddings by sqrt(d_model) (Vaswani et al. 2017, 3.4).
     scale_embeddings: bool = True

@@ -66,8 +66,13 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path, *, use_wandb: 
     from sweeps.stats import summarize
 
     rows = collect_rows(store)
-    summary = summarize(rows, experiment=spec.name, metric=spec.metric, direction=spec.direction,
-                        baseline=spec.baseline, variants=list(spec.variants))
+    def stats(metric: str) -> dict[str, Any]:
+        return summarize(rows, experiment=spec.name, metric=metric, direction=spec.direction,
+                         baseline=spec.baseline, variants=list(spec.variants))
+
+    summary = stats(spec.metric)
+    if spec.extra_metrics:
+        summary["extra_metrics"] = {m: stats(m)["variants"] for m in spec.extra_metrics}
     write_report(run_dir, summary, rows)
     if use_wandb and summary["cells"]["complete"]:
         from experiments.io import atomic_write_bytes

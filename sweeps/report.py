@@ -167,6 +167,10 @@ def _markdown(summary: dict[str, Any], heads: dict[str, Any], tuned: dict[str, A
     for name, v in summary["variants"].items():
         lines.append("| " + " | ".join(_row_cells(name, v, summary["baseline"])) + " |")
     lines += ["", NOTES, ""]
+    for metric, variants in summary.get("extra_metrics", {}).items():
+        lines += [f"## {metric}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+        lines += ["| " + " | ".join(_row_cells(n, v, summary["baseline"])) + " |" for n, v in variants.items()]
+        lines.append("")
     if heads:
         lines += [
             "## Attention heads",
@@ -246,6 +250,9 @@ def _html(
     )
     body.append(f"<p class='small'>{esc(NOTES)}</p>")
     body.append(f"<img src='{png_data_uri(plot_metric(summary, rows))}' alt='metric per variant'>")
+    for metric, variants in summary.get("extra_metrics", {}).items():
+        body.append(f"<h2>{esc(metric)}</h2>")
+        body.append(_table_html(HEADER, [_row_cells(n, v, summary["baseline"]) for n, v in variants.items()]))
     if heads:
         digest = [[n, f"{e:.3f}", top] for n, (e, top) in ((n, head_digest(s)) for n, s in heads.items())]
         body.append(
