@@ -44,9 +44,9 @@ def write_spec(tmp_path: Path, **extra: object) -> Path:
 
 
 def run_sweep(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    out = [] if "--out" in args else ["--out", str(tmp_path / "runs")]
     return subprocess.run(
-        ablate_cmd("sweep", str(tmp_path / "tiny.yaml"), "--out", str(tmp_path / "runs"),
-                   "--heartbeat", "1", "--grace", "3", *args),
+        ablate_cmd("sweep", str(tmp_path / "tiny.yaml"), *out, "--heartbeat", "1", "--grace", "3", *args),
         cwd=tmp_path, capture_output=True, text=True, timeout=timeout,
     )
 
@@ -74,6 +74,8 @@ def trials_by_cell(run_dir: Path) -> dict[str, list[optuna.trial.FrozenTrial]]:
         ({"direction": "up"}, "choose 'maximize' or 'minimize'"),
         ({"metric": "test/bogus"}, "metric"),
         ({"colour": "red"}, "unknown experiment key"),
+        ({"extra_metrics": ["test_long/acc"]}, "needs data.long_test_factor"),
+        ({"overrides": {"model.bogus": 1}}, "unknown config key"),
     ],
 )
 def test_spec_validation(change: dict, message: str) -> None:
@@ -220,3 +222,33 @@ def test_wandb_offline_runs_carry_group_name_config(tmp_path: Path) -> None:
     assert all(wandb_ids) and len(wandb_ids) == 2
     rec, summary = found["tiny-summary"]
     assert rec["run_group"] == "summary" and summary["summary"]["cells_complete"] == 2
+
+
+def test_report_and_compare_commands(tmp_path: Path) -> None:
+    """Two sweeps that differ in training length: `ablate report` rewrites a report,
+    `ablate compare` puts them side by side with attention difference maps."""
+    write_spec(tmp_path, seeds=1, heatmap_seeds=[0], extra_metrics=["val/acc"])
+    runs = {}
+    for name, steps in (("a", "2"), ("b", "6")):
+        proc = run_sweep(tmp_path, "--no-wandb", f"trainer.max_steps={steps}", "--out", str(tmp_path / name))
+        assert proc.returncode == 0, proc.stderr
+        runs[name] = tmp_path / name / "tiny"
+    summary = json.loads((runs["a"] / "summary.json").read_text())
+    assert set(summary["extra_metrics"]["val/acc"]) == {"baseline", "no_pe"}
+    (runs["a"] / "report.md").unlink()
+    rep = subprocess.run(ablate_cmd("report", str(runs["a"])), capture_output=True, text=True, cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    assert "## val/acc" in (runs["a"] / "report.md").read_text()
+    assert "baseline" in rep.stdout and "no_pe" in rep.stdout
+
+    out = tmp_path / "cmp"
+    cmp = subprocess.run(ablate_cmd("compare", str(runs["a"]), str(runs["b"]), "--out", str(out)),
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert cmp.returncode == 0, cmp.stderr
+    md = (out / "compare.md").read_text()
+    assert "baseline" in md and "no_pe" in md
+    assert len(list(out.glob("attention_*.png"))) == 4  # 2 variants x 2 layers
+    assert "data:image/png;base64," in (out / "compare.html").read_text()
+
+    missing = subprocess.run(ablate_cmd("report", str(tmp_path / "nope")), capture_output=True, text=True)
+    assert missing.returncode == 2 and "not a sweep run folder" in missing.stderr

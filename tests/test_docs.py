@@ -1,0 +1,48 @@
+"""The shipped configs, presets and README stay in step with the code."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from experiments.cli import PRESETS, load_preset
+from experiments.config import SECTIONS, load_config
+from experiments.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_readme_lists_every_config_key() -> None:
+    readme = (REPO / "README.md").read_text()
+    keys = [f"{name}.{f.name}" for name, cls in SECTIONS.items() for f in dataclasses.fields(cls)]
+    missing = [k for k in keys if f"`{k}`" not in readme]
+    assert not missing, f"README config reference lacks {missing}"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "experiments").glob("*.yaml")), ids=lambda p: p.name)
+def test_example_configs_load(path: Path) -> None:
+    cfg = load_config(path)
+    assert cfg.trainer.max_steps >= 100
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in PRESETS.glob("*.yaml")))
+@pytest.mark.parametrize("profile", ["cpu", "gpu"])
+def test_presets_validate(name: str, profile: str) -> None:
+    preset = load_preset(name)
+    assert preset["description"]
+    for rel in preset["experiments"]:
+        spec = load_spec(REPO / "experiments" / rel, profile=profile)
+        assert len(spec.seeds) >= 5 and spec.baseline == "baseline"
+        # Single-head vs multi-head keeps d_model fixed.
+        widths = {spec.cell_config(v, 0).model.d_model for v in spec.variants}
+        assert len(widths) == 1
+
+
+def test_remove_pe_single_head_covers_three_data_sets() -> None:
+    specs = [load_spec(REPO / "experiments" / p, profile="cpu")
+             for p in load_preset("remove-pe-single-head")["experiments"]]
+    assert [s.base.data.task for s in specs] == ["order", "lookup", "text"]
+    for s in specs:
+        assert s.variants == {"baseline": {}, "no_pe": {"model.pe": "none"}, "single_head": {"model.n_heads": 1}}
