@@ -29,12 +29,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.overrides)  # fail fast, before the heavy imports
     out = Path(args.out or f"runs/train/{cfg.data.task}-{time.strftime('%Y%m%d-%H%M%S')}")
-    from lightning.pytorch.loggers import CSVLogger
-
     from experiments.io import atomic_dir
-    from experiments.run import run_trial
 
     with atomic_dir(out) as tmp:
+        from lightning.pytorch.loggers import CSVLogger
+
+        from experiments.run import run_trial
+
         logger = CSVLogger(tmp, name="", version="")
         result = run_trial(cfg, tmp, progress=not args.no_progress, logger=logger)
     table = Table(title=f"{cfg.data.task}: {out}")

@@ -1,0 +1,80 @@
+"""GPU throughput: tokens/s and MFU of the encoder training step (bf16 autocast), peak memory.
+
+Model FLOPs per token: 6·N + 12·L·d·T (Kaplan et al. 2020 / PaLM appendix B), N the
+non-embedding parameters, L layers, d = d_model, T tokens per sequence; MFU divides the
+achieved FLOP/s by the GPU's dense bf16 peak, or is null for a GPU not in the table.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn.functional as F
+
+from benchmarks.encoder import N_CLASSES, VOCAB, make_batches
+from lit_modules.config import ModelConfig
+from lit_modules.encoder import EncoderClassifier
+
+# Dense bf16 peak, TFLOP/s (vendor data sheets). First substring match of the device name wins.
+BF16_PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
+    ("H100 PCIe", 756.0),
+    ("H100", 989.0),
+    ("H200", 989.0),
+    ("GH200", 989.0),
+    ("A100", 312.0),
+    ("L40S", 362.0),
+    ("L4", 121.0),
+)
+
+
+def bf16_peak(name: str) -> float | None:
+    for key, tflops in BF16_PEAK_TFLOPS:
+        if key in name:
+            return tflops * 1e12
+    return None
+
+
+def flops_per_token(model: EncoderClassifier, seq_len: int) -> float:
+    cfg = model.cfg
+    n = sum(p.numel() for p in model.parameters()) - model.embed.weight.numel()
+    return 6 * n + 12 * cfg.n_layers * cfg.d_model * seq_len
+
+
+def gpu_throughput(cfg: ModelConfig, *, batch_sizes: tuple[int, ...], steps: int, warmup: int) -> dict:
+    if not torch.cuda.is_available():
+        return {"available": False}
+    name = torch.cuda.get_device_name()
+    peak = bf16_peak(name)
+    length = 32  # + [CLS] = 33 tokens per sequence
+    runs = []
+    for batch in batch_sizes:
+        torch.manual_seed(0)
+        model = EncoderClassifier(cfg, VOCAB, N_CLASSES).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+        batches = [{k: v.cuda() for k, v in b.items()} for b in make_batches(8, batch, length)]
+        torch.cuda.reset_peak_memory_stats()
+
+        def step(b: dict) -> None:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                logits = model(b["input_ids"], b["attention_mask"]).logits
+            F.cross_entropy(logits.float(), b["labels"]).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        for i in range(warmup):
+            step(batches[i % len(batches)])
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for i in range(steps):
+            step(batches[i % len(batches)])
+        torch.cuda.synchronize()
+        elapsed = time.perf_counter() - t0
+        seq = length + (cfg.pool == "cls")
+        tokens_s = steps * batch * seq / elapsed
+        achieved = tokens_s * flops_per_token(model, seq)
+        runs.append({"batch": batch, "steps_s": steps / elapsed, "tokens_s": tokens_s,
+                     "tflops": achieved / 1e12, "mfu": achieved / peak if peak else None,
+                     "max_memory_allocated_mb": torch.cuda.max_memory_allocated() / 2**20})
+    return {"available": True, "device": name, "bf16_peak_tflops": peak / 1e12 if peak else None,
+            "flops_per_token": flops_per_token(model, length + (cfg.pool == "cls")), "runs": runs}

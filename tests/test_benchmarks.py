@@ -1,0 +1,49 @@
+"""``python -m benchmarks --quick`` runs end to end and writes every field; timings are not asserted."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RATIOS = ("encoder_vs_torch", "lightning_vs_raw", "cell_overhead")
+
+
+def positive_finite(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+@pytest.mark.slow
+def test_quick_benchmark_writes_every_ratio(tmp_path: Path) -> None:
+    out = tmp_path / "tmp" / "results.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "encoder_vs_torch" in proc.stdout  # the table
+    r = json.loads(out.read_text())
+    assert r["quick"] is True
+    for name in RATIOS:
+        assert positive_finite(r[name]), (name, r[name])
+        assert name in r["targets"] and name in r["details"]
+    for name in ("ours_steps_s", "torch_steps_s", "ratio_of_pairs"):
+        assert positive_finite(r["details"]["encoder_vs_torch"][name]), name
+    for name in ("lightning_steps_s", "raw_steps_s", "ratio_of_pairs"):
+        assert positive_finite(r["details"]["lightning_vs_raw"][name]), name
+    cell = r["details"]["cell_overhead"]
+    for name in ("total_s", "fit_s", "overhead_s", "before_fit_s", "peak_rss_mb"):
+        assert positive_finite(cell[name]), name
+    assert cell["steps"] == 40 and cell["fit_s"] < cell["total_s"]
+    assert positive_finite(r["memory"]["train_process_peak_rss_mb"])
+    gpu = r["gpu"]
+    assert isinstance(gpu["available"], bool)
+    if gpu["available"]:
+        for run in gpu["runs"]:
+            assert positive_finite(run["tokens_s"]) and positive_finite(run["max_memory_allocated_mb"])
+            assert run["mfu"] is None or positive_finite(run["mfu"])
