@@ -53,31 +53,49 @@ def run(quick: bool, threads: int) -> dict:
     quiet_lightning()
     torch.set_num_threads(threads)
     data = QUICK_DATA if quick else []
-    results: dict = {"quick": quick, "torch": torch.__version__, "threads": torch.get_num_threads(),
-                     "machine": platform.processor() or platform.machine(), "targets": TARGETS}
+    results: dict = {
+        "quick": quick,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "machine": platform.processor() or platform.machine(),
+        "targets": TARGETS,
+    }
 
     console.print("encoder_vs_torch ...")
-    enc = encoder_vs_torch(steps=5, rounds=3, warmup=2) if quick else encoder_vs_torch(steps=30, rounds=9, warmup=10)
+    enc = (
+        encoder_vs_torch(steps=5, rounds=3, warmup=2)
+        if quick
+        else encoder_vs_torch(steps=30, rounds=9, warmup=10)
+    )
     console.print("lightning_vs_raw ...")
     steps = 20 if quick else 300
     cfg = load_config(CONFIG, [*data, f"trainer.max_steps={steps}"])
     loop = lightning_vs_raw(cfg, rounds=2 if quick else 4)
     console.print("cell_overhead ...")
-    cell = cell_overhead(CONFIG, [*data, "trainer.max_steps=40", "trainer.val_every=20"] if quick else [],
-                         threads=threads)
+    cell = cell_overhead(
+        CONFIG, [*data, "trainer.max_steps=40", "trainer.val_every=20"] if quick else [], threads=threads
+    )
     console.print("gpu ...")
-    gpu = gpu_throughput(cfg.model, batch_sizes=(64, 1024) if not quick else (64,),
-                         steps=10 if quick else 100, warmup=3 if quick else 20)
+    gpu = gpu_throughput(
+        cfg.model,
+        batch_sizes=(64, 1024) if not quick else (64,),
+        steps=10 if quick else 100,
+        warmup=3 if quick else 20,
+    )
 
-    results.update({
-        "encoder_vs_torch": enc["ratio"],
-        "lightning_vs_raw": loop["ratio"],
-        "cell_overhead": cell["ratio"],
-        "details": {"encoder_vs_torch": enc, "lightning_vs_raw": loop, "cell_overhead": cell},
-        "memory": {"train_process_peak_rss_mb": cell["peak_rss_mb"],
-                   "benchmark_process_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024},
-        "gpu": gpu,
-    })
+    results.update(
+        {
+            "encoder_vs_torch": enc["ratio"],
+            "lightning_vs_raw": loop["ratio"],
+            "cell_overhead": cell["ratio"],
+            "details": {"encoder_vs_torch": enc, "lightning_vs_raw": loop, "cell_overhead": cell},
+            "memory": {
+                "train_process_peak_rss_mb": cell["peak_rss_mb"],
+                "benchmark_process_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            },
+            "gpu": gpu,
+        }
+    )
     return results
 
 
@@ -99,14 +117,21 @@ def print_table(r: dict) -> None:
         shown = f"{value:.1%}" if name == "cell_overhead" else f"{value:.3f}"
         table.add_row(name, shown, f"{op} {target:g}", "yes" if met else "[red]no", detail[name])
     m = r["memory"]
-    table.add_row("peak RSS, training process", f"{m['train_process_peak_rss_mb']:.0f} MB", "", "", "ru_maxrss")
+    table.add_row(
+        "peak RSS, training process", f"{m['train_process_peak_rss_mb']:.0f} MB", "", "", "ru_maxrss"
+    )
     gpu = r["gpu"]
     if not gpu["available"]:
         table.add_row("GPU", "no GPU", "", "", "tokens/s and MFU skipped")
     for g in gpu.get("runs", []):
         mfu = "null" if g["mfu"] is None else f"{g['mfu']:.2%}"
-        table.add_row(f"GPU batch {g['batch']}", f"{g['tokens_s']:.3g} tok/s", "", "",
-                      f"MFU {mfu}, {g['max_memory_allocated_mb']:.0f} MB max allocated, {gpu['device']}")
+        table.add_row(
+            f"GPU batch {g['batch']}",
+            f"{g['tokens_s']:.3g} tok/s",
+            "",
+            "",
+            f"MFU {mfu}, {g['max_memory_allocated_mb']:.0f} MB max allocated, {gpu['device']}",
+        )
     console.print(table)
 
 
@@ -114,9 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shrink everything (about a minute)")
     parser.add_argument("--out", default="benchmarks/results.json", help="JSON output path")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (default 1: on a shared 2-core machine more threads only "
-                        "measure contention; a sweep worker gets cores // workers)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (default 1: on a shared 2-core machine more threads only "
+        "measure contention; a sweep worker gets cores // workers)",
+    )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     results = run(args.quick, args.threads)

@@ -22,8 +22,17 @@ REPORT_ENV = "ABLATE_BENCH_CELL_REPORT"
 def cell_overhead(config: str, overrides: list[str], *, threads: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="ablate-bench-cell-") as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "benchmarks.cell", "train", config, *overrides, "--no-progress",
-               "--out", str(Path(tmp) / "run")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.cell",
+            "train",
+            config,
+            *overrides,
+            "--no-progress",
+            "--out",
+            str(Path(tmp) / "run"),
+        ]
         env = {**os.environ, REPORT_ENV: str(report), "OMP_NUM_THREADS": str(threads)}
         t0 = time.time()
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
@@ -64,8 +73,13 @@ def _child(argv: list[str]) -> int:
     experiments.run.run_trial = timed_run_trial
     code = main(argv)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    report = {"fit_s": timer.fit_s, "val_s": timer.val_s, "fit_start": timer.fit_start_wall,
-              "steps": state.get("steps", 0), "peak_rss_mb": peak_kb / 1024}
+    report = {
+        "fit_s": timer.fit_s,
+        "val_s": timer.val_s,
+        "fit_start": timer.fit_start_wall,
+        "steps": state.get("steps", 0),
+        "peak_rss_mb": peak_kb / 1024,
+    }
     Path(os.environ[REPORT_ENV]).write_text(json.dumps(report))
     return code
 

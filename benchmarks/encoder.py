@@ -66,8 +66,13 @@ def make_batches(n: int, batch: int, length: int, seed: int = 0) -> list[dict[st
         ids = torch.randint(PAD_ID + 1, VOCAB, (batch, length), generator=g)
         lengths = torch.randint(3 * length // 4, length + 1, (batch,), generator=g)
         mask = torch.arange(length)[None, :] < lengths[:, None]  # (B, L)
-        out.append({"input_ids": ids.masked_fill(~mask, PAD_ID), "attention_mask": mask,
-                    "labels": torch.randint(0, N_CLASSES, (batch,), generator=g)})
+        out.append(
+            {
+                "input_ids": ids.masked_fill(~mask, PAD_ID),
+                "attention_mask": mask,
+                "labels": torch.randint(0, N_CLASSES, (batch,), generator=g),
+            }
+        )
     return out
 
 

@@ -41,40 +41,59 @@ def flops_per_token(model: EncoderClassifier, seq_len: int) -> float:
     return 6 * n + 12 * cfg.n_layers * cfg.d_model * seq_len
 
 
+def _train_rate(cfg: ModelConfig, batch: int, length: int, *, steps: int, warmup: int) -> dict:
+    """Steps/s and peak memory of bf16-autocast training steps at one batch size."""
+    torch.manual_seed(0)
+    model = EncoderClassifier(cfg, VOCAB, N_CLASSES).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    batches = [{k: v.cuda() for k, v in b.items()} for b in make_batches(8, batch, length)]
+    torch.cuda.reset_peak_memory_stats()
+
+    def step(b: dict) -> None:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(b["input_ids"], b["attention_mask"]).logits  # (B, C)
+        F.cross_entropy(logits.float(), b["labels"]).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for i in range(warmup):
+        step(batches[i % len(batches)])
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for i in range(steps):
+        step(batches[i % len(batches)])
+    torch.cuda.synchronize()
+    return {
+        "steps_s": steps / (time.perf_counter() - t0),
+        "max_memory_allocated_mb": torch.cuda.max_memory_allocated() / 2**20,
+        "flops_per_token": flops_per_token(model, length + (cfg.pool == "cls")),
+    }
+
+
 def gpu_throughput(cfg: ModelConfig, *, batch_sizes: tuple[int, ...], steps: int, warmup: int) -> dict:
     if not torch.cuda.is_available():
         return {"available": False}
     name = torch.cuda.get_device_name()
     peak = bf16_peak(name)
     length = 32  # + [CLS] = 33 tokens per sequence
+    seq = length + (cfg.pool == "cls")
     runs = []
     for batch in batch_sizes:
-        torch.manual_seed(0)
-        model = EncoderClassifier(cfg, VOCAB, N_CLASSES).cuda()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
-        batches = [{k: v.cuda() for k, v in b.items()} for b in make_batches(8, batch, length)]
-        torch.cuda.reset_peak_memory_stats()
-
-        def step(b: dict) -> None:
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                logits = model(b["input_ids"], b["attention_mask"]).logits
-            F.cross_entropy(logits.float(), b["labels"]).backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-
-        for i in range(warmup):
-            step(batches[i % len(batches)])
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for i in range(steps):
-            step(batches[i % len(batches)])
-        torch.cuda.synchronize()
-        elapsed = time.perf_counter() - t0
-        seq = length + (cfg.pool == "cls")
-        tokens_s = steps * batch * seq / elapsed
-        achieved = tokens_s * flops_per_token(model, seq)
-        runs.append({"batch": batch, "steps_s": steps / elapsed, "tokens_s": tokens_s,
-                     "tflops": achieved / 1e12, "mfu": achieved / peak if peak else None,
-                     "max_memory_allocated_mb": torch.cuda.max_memory_allocated() / 2**20})
-    return {"available": True, "device": name, "bf16_peak_tflops": peak / 1e12 if peak else None,
-            "flops_per_token": flops_per_token(model, length + (cfg.pool == "cls")), "runs": runs}
+        r = _train_rate(cfg, batch, length, steps=steps, warmup=warmup)
+        tokens_s = r["steps_s"] * batch * seq
+        achieved = tokens_s * r["flops_per_token"]
+        runs.append(
+            {
+                "batch": batch,
+                **r,
+                "tokens_s": tokens_s,
+                "tflops": achieved / 1e12,
+                "mfu": achieved / peak if peak else None,
+            }
+        )
+    return {
+        "available": True,
+        "device": name,
+        "bf16_peak_tflops": peak / 1e12 if peak else None,
+        "runs": runs,
+    }

@@ -63,8 +63,13 @@ def lightning_steps_s(cfg: TrainConfig, dm: ClassificationDataModule) -> float:
 
 def raw_steps_s(cfg: TrainConfig, dm: ClassificationDataModule) -> float:
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    lit = LitClassifier(cfg.model, cfg.optim, vocab_size=dm.vocab_size, n_classes=dm.n_classes,
-                        max_steps=cfg.trainer.max_steps)
+    lit = LitClassifier(
+        cfg.model,
+        cfg.optim,
+        vocab_size=dm.vocab_size,
+        n_classes=dm.n_classes,
+        max_steps=cfg.trainer.max_steps,
+    )
     opt_cfg = lit.configure_optimizers()
     optimizer, schedule = opt_cfg["optimizer"], opt_cfg["lr_scheduler"]["scheduler"]
     params = list(lit.parameters())
@@ -101,5 +106,8 @@ def lightning_vs_raw(cfg: TrainConfig, *, rounds: int) -> dict:
     lightning_steps_s(cfg, dm)  # warm up both paths (first-call allocations, lazy imports)
     raw_steps_s(cfg, dm)
     ra, rb = interleave(lambda: lightning_steps_s(cfg, dm), lambda: raw_steps_s(cfg, dm), rounds)
-    return {**summarize("lightning_steps_s", ra, "raw_steps_s", rb), "max_steps": cfg.trainer.max_steps,
-            "rounds": rounds}
+    return {
+        **summarize("lightning_steps_s", ra, "raw_steps_s", rb),
+        "max_steps": cfg.trainer.max_steps,
+        "rounds": rounds,
+    }

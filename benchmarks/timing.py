@@ -6,7 +6,9 @@ import statistics
 from collections.abc import Callable
 
 
-def interleave(a: Callable[[], float], b: Callable[[], float], rounds: int) -> tuple[list[float], list[float]]:
+def interleave(
+    a: Callable[[], float], b: Callable[[], float], rounds: int
+) -> tuple[list[float], list[float]]:
     """Call ``a`` and ``b`` alternately ``rounds`` times each (the order flips every round);
     each returns a rate (e.g. steps/s). Returns both lists of rates."""
     ra: list[float] = []

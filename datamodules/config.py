@@ -60,11 +60,17 @@ class DataConfig:
         )
         require(self.long_test_factor >= 0, "data.long_test_factor must be >= 0 (0 = off)")
         require(
+            self.long_test_factor == 0 or self.task != "text",
+            "data.long_test_factor applies to the synthetic tasks (order, lookup, listops), not to text",
+        )
+        require(
             self.n_pairs <= self.n_keys and self.n_pairs >= 2,
             f"data.n_pairs={self.n_pairs} must be in [2, data.n_keys={self.n_keys}]",
         )
         require(self.n_values >= 2, f"data.n_values must be >= 2, got {self.n_values}")
-        require(self.listops_depth >= 1 and self.listops_args >= 2, "data.listops_depth >= 1, listops_args >= 2")
+        require(
+            self.listops_depth >= 1 and self.listops_args >= 2, "data.listops_depth >= 1, listops_args >= 2"
+        )
         require(self.vocab_size >= 16, f"data.vocab_size must be >= 16, got {self.vocab_size}")
         require(0 < self.val_fraction < 1, f"data.val_fraction must be in (0, 1), got {self.val_fraction}")
         require(self.num_workers >= 0, "data.num_workers must be >= 0")

@@ -45,7 +45,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
     out_console.print(table)
     if result.diverged:
-        console.print(f"[yellow]run diverged (non-finite loss) at step {result.steps}; recorded in metrics.json")
+        console.print(
+            f"[yellow]run diverged (non-finite loss) at step {result.steps}; recorded in metrics.json"
+        )
     return 0
 
 
@@ -62,9 +64,18 @@ def _sweep_one(spec_path: Path, overrides: list[str], args: argparse.Namespace, 
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     run_dir = Path(args.out or "runs") / spec.name
-    console.print(f"[bold]{spec.name}[/]: {len(spec.variants)} variants x {len(spec.seeds)} seeds -> {run_dir}")
-    summary = sweep(spec, run_dir, storage=args.storage, workers=args.workers, use_wandb=not args.no_wandb,
-                    heartbeat_s=args.heartbeat, grace_s=args.grace)
+    console.print(
+        f"[bold]{spec.name}[/]: {len(spec.variants)} variants x {len(spec.seeds)} seeds -> {run_dir}"
+    )
+    summary = sweep(
+        spec,
+        run_dir,
+        storage=args.storage,
+        workers=args.workers,
+        use_wandb=not args.no_wandb,
+        heartbeat_s=args.heartbeat,
+        grace_s=args.grace,
+    )
     print_summary(summary, run_dir)
     return summary
 
@@ -72,7 +83,17 @@ def _sweep_one(spec_path: Path, overrides: list[str], args: argparse.Namespace, 
 def print_summary(summary: dict, run_dir: Path) -> None:
     metric = summary["metric"]
     table = Table(title=f"{summary['experiment']}: {metric} over seeds ({run_dir})")
-    for col in ("variant", "n", "div", "median", "IQR", "min-max", "Δ median [95% CI]", "p (MWU)", "P(improve)"):
+    for col in (
+        "variant",
+        "n",
+        "div",
+        "median",
+        "IQR",
+        "min-max",
+        "Δ median [95% CI]",
+        "p (MWU)",
+        "P(improve)",
+    ):
         table.add_column(col, justify="left" if col == "variant" else "right")
 
     def f(x: float | None, spec: str = ".3f") -> str:
@@ -81,14 +102,25 @@ def print_summary(summary: dict, run_dir: Path) -> None:
     for name, v in summary["variants"].items():
         ci = v["ci95"]
         delta = f(v["delta_median"], "+.3f") + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
-        table.add_row(name + (" (baseline)" if name == summary["baseline"] else ""), str(v["n"]),
-                      str(v["n_diverged"]), f(v["median"]), f"{f(v['q1'])}-{f(v['q3'])}",
-                      f"{f(v['min'])}-{f(v['max'])}", delta, f(v["p_value"], ".3g"), f(v["p_improve"], ".2f"))
+        table.add_row(
+            name + (" (baseline)" if name == summary["baseline"] else ""),
+            str(v["n"]),
+            str(v["n_diverged"]),
+            f(v["median"]),
+            f"{f(v['q1'])}-{f(v['q3'])}",
+            f"{f(v['min'])}-{f(v['max'])}",
+            delta,
+            f(v["p_value"], ".3g"),
+            f(v["p_improve"], ".2f"),
+        )
     out_console.print(table)
     cells = summary["cells"]
     if cells["complete"] < cells["total"]:
-        console.print(f"[yellow]partial: {cells['complete']}/{cells['total']} cells complete; missing: "
-                      + ", ".join(cells["missing"]), markup=False)
+        console.print(
+            f"[yellow]partial: {cells['complete']}/{cells['total']} cells complete; missing: "
+            + ", ".join(cells["missing"]),
+            markup=False,
+        )
     console.print(f"report: {run_dir / 'report.html'}", markup=False)
 
 
@@ -166,7 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train and evaluate one configuration")
     train.add_argument("config", help="train config YAML (sections model, data, optim, trainer, seed)")
-    train.add_argument("overrides", nargs="*", help="dotted overrides, e.g. model.n_heads=1 model.pe=none seed=3")
+    train.add_argument(
+        "overrides", nargs="*", help="dotted overrides, e.g. model.n_heads=1 model.pe=none seed=3"
+    )
     train.add_argument("--out", help="output folder (default runs/train/<task>-<time>)")
     train.add_argument("--no-progress", action="store_true", help="hide the Lightning progress bar")
     train.set_defaults(func=cmd_train)

@@ -96,7 +96,10 @@ class TrainConfig:
             require(isinstance(values, dict), f"config section '{name}' must be a mapping")
             valid = [f.name for f in dataclasses.fields(section_cls)]
             bad = [k for k in values if k not in valid]
-            require(not bad, f"unknown key(s) {', '.join(f'{name}.{k}' for k in bad)}; valid {name} keys: {', '.join(valid)}")
+            require(
+                not bad,
+                f"unknown key(s) {', '.join(f'{name}.{k}' for k in bad)}; valid {name} keys: {', '.join(valid)}",
+            )
             sections[name] = section_cls(**values)
         return cls(**sections, seed=raw.get("seed", 0))
 
@@ -115,7 +118,10 @@ def parse_overrides(overrides: list[str] | dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in overrides:
         key, sep, text = item.partition("=")
-        require(bool(sep) and bool(key.strip()), f"override {item!r} is not of the form key=value (e.g. model.n_heads=1)")
+        require(
+            bool(sep) and bool(key.strip()),
+            f"override {item!r} is not of the form key=value (e.g. model.n_heads=1)",
+        )
         try:
             out[key.strip()] = yaml.safe_load(text) if text.strip() else ""
         except yaml.YAMLError as err:
@@ -130,7 +136,9 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
         return
     section, _, name = key.partition(".")
     if section not in SECTIONS or not name:
-        raise ConfigError(f"unknown config key {key!r}; keys look like section.name with section in {sorted(SECTIONS)}, or 'seed'")
+        raise ConfigError(
+            f"unknown config key {key!r}; keys look like section.name with section in {sorted(SECTIONS)}, or 'seed'"
+        )
     valid = [f.name for f in dataclasses.fields(SECTIONS[section])]
     require(name in valid, f"unknown config key {key!r}; valid {section} keys: {', '.join(valid)}")
     raw.setdefault(section, {})[name] = value
@@ -164,5 +172,8 @@ def read_yaml(path: str | Path) -> Any:
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
     raw = read_yaml(path)
-    require(isinstance(raw, dict), f"{path}: a train config must be a YAML mapping with sections {sorted(SECTIONS)}")
+    require(
+        isinstance(raw, dict),
+        f"{path}: a train config must be a YAML mapping with sections {sorted(SECTIONS)}",
+    )
     return TrainConfig.from_dict(raw).override(overrides or [])

@@ -103,7 +103,11 @@ def run_trial(
     if torch.cuda.is_available():
         torch.set_float32_matmul_precision("high")
     lit = LitClassifier(
-        cfg.model, cfg.optim, vocab_size=dm.vocab_size, n_classes=dm.n_classes, max_steps=cfg.trainer.max_steps
+        cfg.model,
+        cfg.optim,
+        vocab_size=dm.vocab_size,
+        n_classes=dm.n_classes,
+        max_steps=cfg.trainer.max_steps,
     )
     if cfg.trainer.compile:
         lit.model = torch.compile(lit.model)

@@ -19,8 +19,19 @@ from experiments.config import TrainConfig, parse_overrides, read_yaml
 from lit_modules.config import ConfigError, require
 
 SPEC_KEYS = (
-    "name", "description", "base", "overrides", "variants", "seeds", "heatmap_seeds",
-    "metric", "extra_metrics", "direction", "wandb_project", "tags", "profiles",
+    "name",
+    "description",
+    "base",
+    "overrides",
+    "variants",
+    "seeds",
+    "heatmap_seeds",
+    "metric",
+    "extra_metrics",
+    "direction",
+    "wandb_project",
+    "tags",
+    "profiles",
 )
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -84,7 +95,9 @@ def _seeds(value: Any, key: str) -> tuple[int, ...]:
         require(value >= 1, f"{key}={value}: a seed count must be >= 1")
         return tuple(range(value))
     require(
-        isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) for s in value),
+        isinstance(value, list)
+        and value
+        and all(isinstance(s, int) and not isinstance(s, bool) for s in value),
         f"{key} must be a count or a non-empty list of integers, got {value!r}",
     )
     require(len(set(value)) == len(value), f"{key} lists a seed twice: {value}")
@@ -92,7 +105,11 @@ def _seeds(value: Any, key: str) -> tuple[int, ...]:
 
 
 def spec_from_dict(
-    raw: dict[str, Any], *, source: Path | None = None, overrides: list[str] | None = None, profile: str | None = None
+    raw: dict[str, Any],
+    *,
+    source: Path | None = None,
+    overrides: list[str] | None = None,
+    profile: str | None = None,
 ) -> ExperimentSpec:
     where = f"{source}: " if source else ""
     require(isinstance(raw, dict), f"{where}an experiment spec must be a YAML mapping")
@@ -101,7 +118,10 @@ def spec_from_dict(
     for key in ("name", "base", "variants"):
         require(key in raw, f"{where}the experiment spec needs '{key}'")
     name = raw["name"]
-    require(isinstance(name, str) and bool(NAME_RE.match(name)), f"{where}name={name!r}: use letters, digits, '_', '-', '.'")
+    require(
+        isinstance(name, str) and bool(NAME_RE.match(name)),
+        f"{where}name={name!r}: use letters, digits, '_', '-', '.'",
+    )
 
     base_raw = raw["base"]
     if isinstance(base_raw, str):
@@ -116,16 +136,24 @@ def spec_from_dict(
     base_overrides: dict[str, Any] = parse_overrides(raw.get("overrides") or {})
     profiles = raw.get("profiles") or {}
     if profile is not None:
-        require(profile in profiles, f"{where}no profile {profile!r}; this spec has {sorted(profiles) or 'none'}")
+        require(
+            profile in profiles, f"{where}no profile {profile!r}; this spec has {sorted(profiles) or 'none'}"
+        )
         base_overrides.update(parse_overrides(profiles[profile] or {}))
     base_overrides.update(parse_overrides(overrides or []))
     base = base.override(base_overrides)
 
     variants_raw = raw["variants"]
-    require(isinstance(variants_raw, dict) and variants_raw, f"{where}variants must be a non-empty mapping name -> overrides")
+    require(
+        isinstance(variants_raw, dict) and variants_raw,
+        f"{where}variants must be a non-empty mapping name -> overrides",
+    )
     variants: dict[str, dict[str, Any]] = {}
     for vname, ov in variants_raw.items():
-        require(isinstance(vname, str) and bool(NAME_RE.match(vname)), f"{where}variant name {vname!r} is not valid")
+        require(
+            isinstance(vname, str) and bool(NAME_RE.match(vname)),
+            f"{where}variant name {vname!r} is not valid",
+        )
         ov = parse_overrides(ov or {}) if isinstance(ov, (dict, list, type(None))) else None
         require(ov is not None, f"{where}variant {vname!r} must map dotted keys to values")
         require("seed" not in ov, f"{where}variant {vname!r} sets 'seed'; seeds come from the spec's seeds")
@@ -137,7 +165,10 @@ def spec_from_dict(
             raise ConfigError(f"{where}variant {vname!r} changes nothing: {ov} equals the base config")
         variants[vname] = ov
     baselines = [v for v, ov in variants.items() if not ov]
-    require(len(baselines) == 1, f"{where}exactly one variant must have no overrides (the baseline); found {baselines or 'none'}")
+    require(
+        len(baselines) == 1,
+        f"{where}exactly one variant must have no overrides (the baseline); found {baselines or 'none'}",
+    )
 
     seeds = _seeds(raw.get("seeds", 5), "seeds")
     heatmap_seeds = _seeds(raw.get("heatmap_seeds", [seeds[0]]), "heatmap_seeds")
@@ -148,13 +179,18 @@ def spec_from_dict(
     require(isinstance(extra_metrics, list), f"{where}extra_metrics must be a list of metric names")
     valid_metrics = [f"{s}/{m}" for s in ("val", "test", "test_long") for m in ("acc", "f1", "loss")]
     for m in [metric, *extra_metrics]:
-        require(m in valid_metrics, f"{where}metric {m!r} is not logged; choose one of {', '.join(valid_metrics)}")
+        require(
+            m in valid_metrics, f"{where}metric {m!r} is not logged; choose one of {', '.join(valid_metrics)}"
+        )
         require(
             not m.startswith("test_long/") or base.data.long_test_factor > 0,
             f"{where}metric {m!r} needs data.long_test_factor > 0 in the base config",
         )
     direction = raw.get("direction", "maximize")
-    require(direction in ("maximize", "minimize"), f"{where}direction={direction!r}; choose 'maximize' or 'minimize'")
+    require(
+        direction in ("maximize", "minimize"),
+        f"{where}direction={direction!r}; choose 'maximize' or 'minimize'",
+    )
     tags = raw.get("tags") or []
     require(isinstance(tags, list), f"{where}tags must be a list")
     return ExperimentSpec(
@@ -173,7 +209,9 @@ def spec_from_dict(
     )
 
 
-def load_spec(path: str | Path, overrides: list[str] | None = None, profile: str | None = None) -> ExperimentSpec:
+def load_spec(
+    path: str | Path, overrides: list[str] | None = None, profile: str | None = None
+) -> ExperimentSpec:
     path = Path(path)
     return spec_from_dict(read_yaml(path), source=path, overrides=overrides, profile=profile)
 

@@ -46,29 +46,40 @@ def collect_rows(store: CellStore) -> list[dict[str, Any]]:
     for cell in store.states().values():
         t = cell.trial
         attrs = t.user_attrs if t is not None and cell.state == "complete" else {}
-        rows.append({
-            "variant": cell.variant,
-            "seed": cell.seed,
-            "state": cell.state,
-            "diverged": attrs.get("diverged"),
-            "wall_s": attrs.get("wall_s"),
-            "trial": t.number if t is not None else None,
-            "wandb_id": attrs.get("wandb_id"),
-            "error": cell.errors[-1] if cell.errors and cell.state != "complete" else None,
-            **attrs.get("metrics", {}),
-        })
+        rows.append(
+            {
+                "variant": cell.variant,
+                "seed": cell.seed,
+                "state": cell.state,
+                "diverged": attrs.get("diverged"),
+                "wall_s": attrs.get("wall_s"),
+                "trial": t.number if t is not None else None,
+                "wandb_id": attrs.get("wandb_id"),
+                "error": cell.errors[-1] if cell.errors and cell.state != "complete" else None,
+                **attrs.get("metrics", {}),
+            }
+        )
     return rows
 
 
-def report(spec: ExperimentSpec, store: CellStore, run_dir: Path, *, use_wandb: bool = False) -> dict[str, Any]:
+def report(
+    spec: ExperimentSpec, store: CellStore, run_dir: Path, *, use_wandb: bool = False
+) -> dict[str, Any]:
     """Write summary.json, results.csv, report.md and report.html (and the W&B summary run)."""
     from sweeps.report import plot_metric, write_report
     from sweeps.stats import summarize
 
     rows = collect_rows(store)
+
     def stats(metric: str) -> dict[str, Any]:
-        return summarize(rows, experiment=spec.name, metric=metric, direction=spec.direction,
-                         baseline=spec.baseline, variants=list(spec.variants))
+        return summarize(
+            rows,
+            experiment=spec.name,
+            metric=metric,
+            direction=spec.direction,
+            baseline=spec.baseline,
+            variants=list(spec.variants),
+        )
 
     summary = stats(spec.metric)
     if spec.extra_metrics:
@@ -132,14 +143,33 @@ def sweep(
     procs = []
     for i in range(workers):
         log = open(run_dir / "logs" / f"worker-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
-        cmd = [sys.executable, "-m", "sweeps.worker", "--run-dir", str(run_dir), "--storage", url,
-               "--heartbeat", str(heartbeat_s), "--grace", str(grace_s)] + (["--no-wandb"] if not use_wandb else [])
+        cmd = [
+            sys.executable,
+            "-m",
+            "sweeps.worker",
+            "--run-dir",
+            str(run_dir),
+            "--storage",
+            url,
+            "--heartbeat",
+            str(heartbeat_s),
+            "--grace",
+            str(grace_s),
+        ] + (["--no-wandb"] if not use_wandb else [])
         procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i, workers)))
     total = len(spec.cells())
     try:
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[state]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                      TimeRemainingColumn(), console=console, transient=False) as bar:
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[state]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        ) as bar:
             states = store.states().values()
             start_done = sum(c.state == "complete" for c in states)
             task = bar.add_task(spec.name, total=total, completed=start_done, state="")
@@ -149,14 +179,20 @@ def sweep(
                 done = sum(c.state == "complete" for c in states)
                 running = sum(c.state == "running" for c in states)
                 failed = sum(c.state == "failed" for c in states)
-                bar.update(task, completed=done, state=f"{running} running" + (f", {failed} failed" if failed else ""))
+                bar.update(
+                    task,
+                    completed=done,
+                    state=f"{running} running" + (f", {failed} failed" if failed else ""),
+                )
     except KeyboardInterrupt:
         for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)
         for p in procs:
             p.wait()
-        console.print(f"interrupted: finished cells are stored in {url}; run the same command again to resume")
+        console.print(
+            f"interrupted: finished cells are stored in {url}; run the same command again to resume"
+        )
         raise
     bad = [p.returncode for p in procs if p.returncode not in (0,)]
     if bad:

@@ -169,7 +169,9 @@ def _markdown(summary: dict[str, Any], heads: dict[str, Any], tuned: dict[str, A
     lines += ["", NOTES, ""]
     for metric, variants in summary.get("extra_metrics", {}).items():
         lines += [f"## {metric}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-        lines += ["| " + " | ".join(_row_cells(n, v, summary["baseline"])) + " |" for n, v in variants.items()]
+        lines += [
+            "| " + " | ".join(_row_cells(n, v, summary["baseline"])) + " |" for n, v in variants.items()
+        ]
         lines.append("")
     if heads:
         lines += [

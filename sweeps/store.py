@@ -47,7 +47,9 @@ def sqlite_url(path: str | Path) -> str:
 def open_storage(url: str, *, heartbeat_interval: int = 10, grace_period: int = 30) -> RDBStorage:
     """An RDB storage with heartbeats; SQLite gets serialized write transactions."""
     is_sqlite = url.startswith("sqlite")
-    kwargs = {"connect_args": {"timeout": 120, "isolation_level": None}} if is_sqlite else {"pool_pre_ping": True}
+    kwargs = (
+        {"connect_args": {"timeout": 120, "isolation_level": None}} if is_sqlite else {"pool_pre_ping": True}
+    )
     for attempt in range(5):
         try:
             storage = RDBStorage(
@@ -146,13 +148,19 @@ class CellStore:
             key = cell_key(variant, seed)
             ts = by_cell.get(key, [])
             state, chosen = "missing", None
-            for wanted, name in ((TrialState.COMPLETE, "complete"), (TrialState.RUNNING, "running"),
-                                 (TrialState.WAITING, "waiting"), (TrialState.FAIL, "failed")):
+            for wanted, name in (
+                (TrialState.COMPLETE, "complete"),
+                (TrialState.RUNNING, "running"),
+                (TrialState.WAITING, "waiting"),
+                (TrialState.FAIL, "failed"),
+            ):
                 found = [t for t in ts if t.state == wanted]
                 if found:
                     state, chosen = name, min(found, key=lambda t: t.number)
                     break
-            errors = [t.user_attrs["error"] for t in ts if t.state == TrialState.FAIL and "error" in t.user_attrs]
+            errors = [
+                t.user_attrs["error"] for t in ts if t.state == TrialState.FAIL and "error" in t.user_attrs
+            ]
             attempts = sum(t.state != TrialState.WAITING for t in ts)
             out[key] = CellState(key, variant, seed, state, chosen, attempts, errors)
         return out

@@ -68,6 +68,9 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
     import wandb
 
     run = wandb.init(
+        # One summary run per study: rerunning the sweep updates it instead of adding another.
+        id=f"{spec.name}-summary-{spec.identity()}",
+        resume="allow",
         project=project(spec),
         job_type=spec.name,
         group="summary",
@@ -77,15 +80,43 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
         dir=str(run_dir),
         mode=wandb_mode(),
     )
-    columns = ["variant", "n", "n_diverged", "median", "q1", "q3", "min", "max",
-               "delta_median", "ci95_lo", "ci95_hi", "p_value", "p_improve"]
+    columns = [
+        "variant",
+        "n",
+        "n_diverged",
+        "median",
+        "q1",
+        "q3",
+        "min",
+        "max",
+        "delta_median",
+        "ci95_lo",
+        "ci95_hi",
+        "p_value",
+        "p_improve",
+    ]
     table = wandb.Table(columns=columns)
     for name, v in summary["variants"].items():
         ci = v.get("ci95") or [None, None]
-        table.add_data(name, v["n"], v["n_diverged"], v["median"], v["q1"], v["q3"], v["min"], v["max"],
-                       v["delta_median"], ci[0], ci[1], v["p_value"], v["p_improve"])
+        table.add_data(
+            name,
+            v["n"],
+            v["n_diverged"],
+            v["median"],
+            v["q1"],
+            v["q3"],
+            v["min"],
+            v["max"],
+            v["delta_median"],
+            ci[0],
+            ci[1],
+            v["p_value"],
+            v["p_improve"],
+        )
     run.log({"variants": table, "metric_plot": wandb.Image(str(plot_png))})
-    run.summary.update({"cells_total": summary["cells"]["total"], "cells_complete": summary["cells"]["complete"]})
+    run.summary.update(
+        {"cells_total": summary["cells"]["total"], "cells_complete": summary["cells"]["complete"]}
+    )
     run_id = run.id
     run.finish()
     return run_id

@@ -85,8 +85,16 @@ def run_cell(store: CellStore, trial: optuna.Trial, run_dir: Path, *, use_wandb:
     store.study.tell(trial, value)
 
 
-def work(spec: ExperimentSpec, run_dir: Path, storage_url: str, *, use_wandb: bool,
-         heartbeat_s: int, grace_s: int, poll_s: float = 2.0) -> int:
+def work(
+    spec: ExperimentSpec,
+    run_dir: Path,
+    storage_url: str,
+    *,
+    use_wandb: bool,
+    heartbeat_s: int,
+    grace_s: int,
+    poll_s: float = 2.0,
+) -> int:
     """Run cells until every cell is complete (or failed for good); return how many ran here."""
     storage = open_storage(storage_url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
     store = CellStore(spec, storage)
@@ -132,8 +140,14 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(args.run_dir)
     spec = spec_from_resolved(json.loads((run_dir / "spec.json").read_text()))
     try:
-        work(spec, run_dir, args.storage, use_wandb=not args.no_wandb,
-             heartbeat_s=args.heartbeat, grace_s=args.grace)
+        work(
+            spec,
+            run_dir,
+            args.storage,
+            use_wandb=not args.no_wandb,
+            heartbeat_s=args.heartbeat,
+            grace_s=args.grace,
+        )
     except KeyboardInterrupt:
         return 130
     return 0

@@ -51,11 +51,15 @@ def postgres_server(root: Path) -> Iterator[str]:
     if as_user:
         shutil.chown(data, "postgres", "postgres")
     port = free_port()
-    subprocess.run([*as_user, initdb, "-D", str(data), "-U", "postgres", "--auth=trust"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [*as_user, initdb, "-D", str(data), "-U", "postgres", "--auth=trust"], check=True, capture_output=True
+    )
     opts = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c max_connections=100"
-    subprocess.run([*as_user, pg_ctl, "-D", str(data), "-o", opts, "-w", "-l", str(data / "log"), "start"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [*as_user, pg_ctl, "-D", str(data), "-o", opts, "-w", "-l", str(data / "log"), "start"],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres"
     finally:

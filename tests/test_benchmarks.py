@@ -23,8 +23,14 @@ def positive_finite(x: object) -> bool:
 def test_quick_benchmark_writes_every_ratio(tmp_path: Path) -> None:
     out = tmp_path / "tmp" / "results.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "encoder_vs_torch" in proc.stdout  # the table
     r = json.loads(out.read_text())

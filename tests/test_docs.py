@@ -41,8 +41,14 @@ def test_presets_validate(name: str, profile: str) -> None:
 
 
 def test_remove_pe_single_head_covers_three_data_sets() -> None:
-    specs = [load_spec(REPO / "experiments" / p, profile="cpu")
-             for p in load_preset("remove-pe-single-head")["experiments"]]
+    specs = [
+        load_spec(REPO / "experiments" / p, profile="cpu")
+        for p in load_preset("remove-pe-single-head")["experiments"]
+    ]
     assert [s.base.data.task for s in specs] == ["order", "lookup", "text"]
     for s in specs:
-        assert s.variants == {"baseline": {}, "no_pe": {"model.pe": "none"}, "single_head": {"model.n_heads": 1}}
+        assert s.variants == {
+            "baseline": {},
+            "no_pe": {"model.pe": "none"},
+            "single_head": {"model.n_heads": 1},
+        }

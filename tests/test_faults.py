@@ -20,8 +20,18 @@ from tests.test_sweep import TINY_BASE, trials_by_cell, write_spec
 
 
 def sweep_cmd(tmp_path: Path, out: Path, *args: str) -> list[str]:
-    return ablate_cmd("sweep", str(tmp_path / "tiny.yaml"), "--out", str(out), "--no-wandb",
-                      "--heartbeat", "1", "--grace", "3", *args)
+    return ablate_cmd(
+        "sweep",
+        str(tmp_path / "tiny.yaml"),
+        "--out",
+        str(out),
+        "--no-wandb",
+        "--heartbeat",
+        "1",
+        "--grace",
+        "3",
+        *args,
+    )
 
 
 def complete_counts(study: optuna.Study) -> dict[str, int]:
@@ -32,22 +42,33 @@ def complete_counts(study: optuna.Study) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.skipif(pg_bin("pg_ctl") is None, reason="PostgreSQL is not installed (apt-get install postgresql)")
+@pytest.mark.skipif(
+    pg_bin("pg_ctl") is None, reason="PostgreSQL is not installed (apt-get install postgresql)"
+)
 def test_postgres_three_machines_every_cell_once(tmp_path: Path) -> None:
     """Three `ablate sweep --storage postgresql://...` processes (as on three machines),
     12 cells: every cell finishes exactly once and every driver reports it complete."""
     variants = {"baseline": {}, "no_pe": {"model.pe": "none"}, "single_head": {"model.n_heads": 1}}
     write_spec(tmp_path, variants=variants, seeds=4, heatmap_seeds=[0])
     with postgres_server(tmp_path / "pg") as url:
-        procs = [subprocess.Popen(sweep_cmd(tmp_path, tmp_path / f"machine{i}", "--storage", url),
-                                  cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for i in range(3)]
+        procs = [
+            subprocess.Popen(
+                sweep_cmd(tmp_path, tmp_path / f"machine{i}", "--storage", url),
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(3)
+        ]
         outs = [p.communicate(timeout=600) for p in procs]
         assert [p.returncode for p in procs] == [0, 0, 0], [o[1][-2000:] for o in outs]
         study = optuna.load_study(study_name="tiny", storage=url)
         counts = complete_counts(study)
         assert len(counts) == 12 and set(counts.values()) == {1}
-        ran_by = {t.user_attrs["cell"]: t.number for t in study.get_trials() if t.state == TrialState.COMPLETE}
+        ran_by = {
+            t.user_attrs["cell"]: t.number for t in study.get_trials() if t.state == TrialState.COMPLETE
+        }
         assert len(ran_by) == 12
     for i in range(3):
         summary = json.loads((tmp_path / f"machine{i}" / "tiny" / "summary.json").read_text())
@@ -58,8 +79,12 @@ def test_two_sweeps_on_one_sqlite_study(tmp_path: Path) -> None:
     """The same command started twice at once on one run folder: no lost or duplicated cells."""
     write_spec(tmp_path, seeds=3, heatmap_seeds=[0])
     out = tmp_path / "runs"
-    procs = [subprocess.Popen(sweep_cmd(tmp_path, out), cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            sweep_cmd(tmp_path, out), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
     by_cell = trials_by_cell(out / "tiny")
@@ -70,11 +95,21 @@ def test_two_sweeps_on_one_sqlite_study(tmp_path: Path) -> None:
 def test_sigint_stops_cleanly_then_resumes(tmp_path: Path) -> None:
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) mid-sweep: exit 130, no
     trial left RUNNING, finished cells kept; the same command then completes the grid."""
-    write_spec(tmp_path, base={**TINY_BASE, "trainer": {"max_steps": 100, "log_every": 50}}, seeds=2,
-               heatmap_seeds=[0])
+    write_spec(
+        tmp_path,
+        base={**TINY_BASE, "trainer": {"max_steps": 100, "log_every": 50}},
+        seeds=2,
+        heatmap_seeds=[0],
+    )
     out = tmp_path / "runs"
-    driver = subprocess.Popen(sweep_cmd(tmp_path, out), cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    driver = subprocess.Popen(
+        sweep_cmd(tmp_path, out),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.time() + 240
     while time.time() < deadline:
         time.sleep(0.5)
@@ -106,8 +141,13 @@ def test_nan_run_is_recorded_as_diverged(tmp_path: Path) -> None:
     """A variant whose loss becomes non-finite is recorded as diverged, the sweep goes on,
     and the report counts it."""
     variants = {"baseline": {}, "explode": {"optim.lr": 1.0e30, "optim.grad_clip": 0.0}}
-    write_spec(tmp_path, variants=variants, seeds=2, heatmap_seeds=[0],
-               base={**TINY_BASE, "trainer": {"max_steps": 20, "log_every": 1}})
+    write_spec(
+        tmp_path,
+        variants=variants,
+        seeds=2,
+        heatmap_seeds=[0],
+        base={**TINY_BASE, "trainer": {"max_steps": 20, "log_every": 1}},
+    )
     out = tmp_path / "runs"
     proc = subprocess.run(sweep_cmd(tmp_path, out), cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -127,7 +167,8 @@ def test_unwritable_output_is_a_clear_error(tmp_path: Path, tiny_config: Path, o
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     target = out.format(file=blocker)
-    proc = subprocess.run(ablate_cmd("train", str(tiny_config), "--out", target), capture_output=True,
-                          text=True, cwd=tmp_path)
+    proc = subprocess.run(
+        ablate_cmd("train", str(tiny_config), "--out", target), capture_output=True, text=True, cwd=tmp_path
+    )
     assert proc.returncode == 2
     assert "cannot create output folder" in proc.stderr and target.rsplit("/", 1)[0] in proc.stderr

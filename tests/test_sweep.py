@@ -23,8 +23,16 @@ from tests.conftest import ablate_cmd
 
 TINY_BASE = {
     "model": {"d_model": 16, "n_layers": 2, "n_heads": 2, "d_ff": 32, "dropout": 0.0},
-    "data": {"task": "order", "min_len": 7, "max_len": 7, "n_symbols": 5, "n_train": 96, "n_val": 32,
-             "n_test": 32, "batch_size": 16},
+    "data": {
+        "task": "order",
+        "min_len": 7,
+        "max_len": 7,
+        "n_symbols": 5,
+        "n_train": 96,
+        "n_val": 32,
+        "n_test": 32,
+        "batch_size": 16,
+    },
     "trainer": {"max_steps": 3, "log_every": 1},
 }
 
@@ -47,7 +55,10 @@ def run_sweep(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.Comp
     out = [] if "--out" in args else ["--out", str(tmp_path / "runs")]
     return subprocess.run(
         ablate_cmd("sweep", str(tmp_path / "tiny.yaml"), *out, "--heartbeat", "1", "--grace", "3", *args),
-        cwd=tmp_path, capture_output=True, text=True, timeout=timeout,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -85,8 +96,12 @@ def test_spec_validation(change: dict, message: str) -> None:
 
 
 def test_spec_cells_and_overrides() -> None:
-    raw = {"name": "t", "base": TINY_BASE, "variants": {"baseline": {}, "one": {"model.n_heads": 1}},
-           "seeds": [3, 5]}
+    raw = {
+        "name": "t",
+        "base": TINY_BASE,
+        "variants": {"baseline": {}, "one": {"model.n_heads": 1}},
+        "seeds": [3, 5],
+    }
     spec = spec_from_dict(raw, overrides=["trainer.max_steps=7"])
     assert spec.cells() == [("baseline", 3), ("one", 3), ("baseline", 5), ("one", 5)]
     assert spec.baseline == "baseline" and spec.heatmap_seeds == (3,)
@@ -94,7 +109,9 @@ def test_spec_cells_and_overrides() -> None:
     assert (cfg.model.n_heads, cfg.seed, cfg.trainer.max_steps, cfg.model.d_model) == (1, 5, 7, 16)
     # The base overrides are part of the identity; the seeds are not (a study can grow).
     assert spec.identity() != spec_from_dict(raw).identity()
-    assert spec.identity() == spec_from_dict({**raw, "seeds": 9}, overrides=["trainer.max_steps=7"]).identity()
+    assert (
+        spec.identity() == spec_from_dict({**raw, "seeds": 9}, overrides=["trainer.max_steps=7"]).identity()
+    )
 
 
 def test_sweep_two_workers_every_cell_once(tmp_path: Path) -> None:
@@ -155,9 +172,21 @@ def test_kill_worker_then_resume(tmp_path: Path) -> None:
     write_spec(tmp_path, base=base, seeds=2, heatmap_seeds=[0])
     run_dir = tmp_path / "runs" / "tiny"
     driver = subprocess.Popen(
-        ablate_cmd("sweep", str(tmp_path / "tiny.yaml"), "--out", str(tmp_path / "runs"), "--no-wandb",
-                   "--heartbeat", "1", "--grace", "3"),
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ablate_cmd(
+            "sweep",
+            str(tmp_path / "tiny.yaml"),
+            "--out",
+            str(tmp_path / "runs"),
+            "--no-wandb",
+            "--heartbeat",
+            "1",
+            "--grace",
+            "3",
+        ),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.time() + 240
     killed_cell = None
@@ -169,16 +198,20 @@ def test_kill_worker_then_resume(tmp_path: Path) -> None:
         done = [c for c, ts in cells.items() if any(t.state == TrialState.COMPLETE for t in ts)]
         running = [c for c, ts in cells.items() if any(t.state == TrialState.RUNNING for t in ts)]
         if done and running:
-            pids = subprocess.run(["pgrep", "-f", f"sweeps.worker --run-dir {run_dir}"],
-                                  capture_output=True, text=True).stdout.split()
+            pids = subprocess.run(
+                ["pgrep", "-f", f"sweeps.worker --run-dir {run_dir}"], capture_output=True, text=True
+            ).stdout.split()
             for pid in pids:
                 os.kill(int(pid), signal.SIGKILL)
             killed_cell = running[0]
     assert killed_cell is not None, "no cell was running in time"
     driver.communicate(timeout=60)
     before = trials_by_cell(run_dir)
-    finished_before = {c: next(t.number for t in ts if t.state == TrialState.COMPLETE)
-                       for c, ts in before.items() if any(t.state == TrialState.COMPLETE for t in ts)}
+    finished_before = {
+        c: next(t.number for t in ts if t.state == TrialState.COMPLETE)
+        for c, ts in before.items()
+        if any(t.state == TrialState.COMPLETE for t in ts)
+    }
     assert killed_cell not in finished_before
 
     proc = run_sweep(tmp_path, "--no-wandb")
@@ -203,11 +236,18 @@ def test_wandb_offline_runs_carry_group_name_config(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     found = {}
     for run in sorted((run_dir / "wandb").glob("offline-run-*")):
-        records = subprocess.run(["wandb", "leet", "inspect", "--json", str(run)],
-                                 capture_output=True, text=True, env=env).stdout.splitlines()
+        records = subprocess.run(
+            ["wandb", "leet", "inspect", "--json", str(run)], capture_output=True, text=True, env=env
+        ).stdout.splitlines()
         run_rec = next(r["run"] for r in map(json.loads, filter(None, records)) if r.get("type") == "run")
-        summary = json.loads(subprocess.run(["wandb", "leet", "inspect", "--summary", "--json", str(run)],
-                                            capture_output=True, text=True, env=env).stdout)
+        summary = json.loads(
+            subprocess.run(
+                ["wandb", "leet", "inspect", "--summary", "--json", str(run)],
+                capture_output=True,
+                text=True,
+                env=env,
+            ).stdout
+        )
         found[summary["name"]] = (run_rec, summary)
     assert set(found) == {"baseline-s0", "no_pe-s0", "tiny-summary"}
     rec, summary = found["no_pe-s0"]
@@ -218,7 +258,9 @@ def test_wandb_offline_runs_carry_group_name_config(tmp_path: Path) -> None:
     assert set(rec["tags"]) >= {"tiny", "no_pe"}
     # The trial stores the W&B run id.
     by_cell = trials_by_cell(run_dir)
-    wandb_ids = {t.user_attrs["wandb_id"] for ts in by_cell.values() for t in ts if t.state == TrialState.COMPLETE}
+    wandb_ids = {
+        t.user_attrs["wandb_id"] for ts in by_cell.values() for t in ts if t.state == TrialState.COMPLETE
+    }
     assert all(wandb_ids) and len(wandb_ids) == 2
     rec, summary = found["tiny-summary"]
     assert rec["run_group"] == "summary" and summary["summary"]["cells_complete"] == 2
@@ -242,8 +284,12 @@ def test_report_and_compare_commands(tmp_path: Path) -> None:
     assert "baseline" in rep.stdout and "no_pe" in rep.stdout
 
     out = tmp_path / "cmp"
-    cmp = subprocess.run(ablate_cmd("compare", str(runs["a"]), str(runs["b"]), "--out", str(out)),
-                         capture_output=True, text=True, cwd=tmp_path)
+    cmp = subprocess.run(
+        ablate_cmd("compare", str(runs["a"]), str(runs["b"]), "--out", str(out)),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert cmp.returncode == 0, cmp.stderr
     md = (out / "compare.md").read_text()
     assert "baseline" in md and "no_pe" in md
