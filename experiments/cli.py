@@ -8,6 +8,7 @@ leaves no output folder behind.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -173,6 +174,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     preset = load_preset(args.name)
     profile = args.profile or ("gpu" if torch.cuda.is_available() else "cpu")
+    if args.workers is None:
+        # One worker per GPU; on a CPU one single-threaded worker per core (up to 8).
+        args.workers = torch.cuda.device_count() or min(8, os.cpu_count() or 1)
     specs = [Path(__file__).parent / p for p in preset["experiments"]]
     from experiments.spec import load_spec
 
@@ -183,9 +187,14 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sweep_options(p: argparse.ArgumentParser) -> None:
+def _sweep_options(p: argparse.ArgumentParser, default_workers: int | None = 1) -> None:
     p.add_argument("overrides", nargs="*", help="dotted overrides applied to every variant's base")
-    p.add_argument("--workers", type=int, default=1, help="worker processes on this machine (default 1)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers,
+        help=f"worker processes on this machine (default {default_workers or 'one per GPU or CPU core'})",
+    )
     p.add_argument("--storage", help="Optuna storage URL (default sqlite in the run folder)")
     p.add_argument("--out", help="parent folder of the run folder (default runs/)")
     p.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
@@ -226,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("name", nargs="?", help="preset name (see --list)")
     rr.add_argument("--list", action="store_true", help="list the presets")
     rr.add_argument("--profile", choices=["cpu", "gpu"], help="cpu: minutes on 2 cores; gpu: full size")
-    _sweep_options(rr)
+    _sweep_options(rr, default_workers=None)
     rr.set_defaults(func=cmd_reproduce)
     return parser
 

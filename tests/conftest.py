@@ -31,16 +31,19 @@ def ablate_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "experiments.cli", *args]
 
 
+# A train config small enough to run in a few seconds.
+TINY_YAML = (
+    "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, dropout: 0.0}\n"
+    "data: {task: order, min_len: 7, max_len: 7, n_symbols: 5, n_train: 96, n_val: 32, n_test: 32,"
+    " batch_size: 16}\n"
+    "optim: {lr: 0.003}\n"
+    "trainer: {max_steps: 4, log_every: 1}\n"
+    "seed: 0\n"
+)
+
+
 @pytest.fixture
 def tiny_config(tmp_path: Path) -> Path:
-    """A train config small enough to run in a few seconds."""
     path = tmp_path / "tiny.yaml"
-    path.write_text(
-        "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, dropout: 0.0}\n"
-        "data: {task: order, min_len: 7, max_len: 7, n_symbols: 5, n_train: 96, n_val: 32, n_test: 32,"
-        " batch_size: 16}\n"
-        "optim: {lr: 0.003}\n"
-        "trainer: {max_steps: 4, log_every: 1}\n"
-        "seed: 0\n"
-    )
+    path.write_text(TINY_YAML)
     return path

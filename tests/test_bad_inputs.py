@@ -24,16 +24,9 @@ from lightning.pytorch.loggers import CSVLogger  # noqa: F401
 
 import experiments.run  # noqa: F401
 from experiments import cli
+from tests.conftest import TINY_YAML as TINY
 from tests.conftest import ablate_cmd
 
-TINY = (
-    "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, dropout: 0.0}\n"
-    "data: {task: order, min_len: 7, max_len: 7, n_symbols: 5, n_train: 96, n_val: 32, n_test: 32,"
-    " batch_size: 16}\n"
-    "optim: {lr: 0.003}\n"
-    "trainer: {max_steps: 4, log_every: 1}\n"
-    "seed: 0\n"
-)
 GOOD_ROWS = "".join(f"{w} film number {i},{i % 2}\n" for i, w in enumerate(["good", "bad"] * 20))
 TEXT = ["data.task=text", "data.source=data.csv"]
 
