@@ -113,7 +113,7 @@ def test_sigint_stops_cleanly_then_resumes(tmp_path: Path) -> None:
     deadline = time.time() + 240
     while time.time() < deadline:
         time.sleep(0.5)
-        if (out / "tiny" / "study.db").exists():
+        if (out / "tiny" / "spec.json").exists():  # written once the study exists
             states = [t.state for ts in trials_by_cell(out / "tiny").values() for t in ts]
             if TrialState.COMPLETE in states and TrialState.RUNNING in states:
                 break

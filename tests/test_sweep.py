@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 
 from experiments.spec import spec_from_dict
 from lit_modules.config import ConfigError
+from sweeps.store import open_storage, sqlite_url
 from tests.conftest import ablate_cmd
 
 TINY_BASE = {
@@ -63,7 +64,8 @@ def run_sweep(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.Comp
 
 
 def trials_by_cell(run_dir: Path) -> dict[str, list[optuna.trial.FrozenTrial]]:
-    study = optuna.load_study(study_name="tiny", storage=f"sqlite:///{run_dir / 'study.db'}")
+    # The suite's own storage settings: long lock timeout, serialized transactions.
+    study = optuna.load_study(study_name="tiny", storage=open_storage(sqlite_url(run_dir / "study.db")))
     out: dict[str, list] = collections.defaultdict(list)
     for t in study.get_trials():
         out[t.user_attrs.get("cell", "?")].append(t)
@@ -192,7 +194,7 @@ def test_kill_worker_then_resume(tmp_path: Path) -> None:
     killed_cell = None
     while time.time() < deadline and killed_cell is None:
         time.sleep(0.5)
-        if not (run_dir / "study.db").exists():
+        if not (run_dir / "spec.json").exists():  # written once the study exists
             continue
         cells = trials_by_cell(run_dir)
         done = [c for c, ts in cells.items() if any(t.state == TrialState.COMPLETE for t in ts)]
