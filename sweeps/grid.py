@@ -31,7 +31,7 @@ from rich.progress import (
 from experiments.io import write_json, write_yaml
 from experiments.spec import ExperimentSpec, spec_from_resolved
 from lit_modules.config import ConfigError
-from sweeps.store import CellStore, open_storage, sqlite_url
+from sweeps.store import CellStore, open_store, sqlite_url
 
 console = Console(stderr=True)
 
@@ -104,7 +104,7 @@ def open_run(run_dir: Path, storage: str | None = None) -> tuple[ExperimentSpec,
     url = storage or default_storage(run_dir)
     if url == default_storage(run_dir) and not (run_dir / "study.db").is_file():
         raise ConfigError(f"no study.db in {run_dir}; pass --storage URL if the study lives elsewhere")
-    return spec, CellStore(spec, open_storage(url))
+    return spec, open_store(spec, url)
 
 
 def _worker_env(index: int, n_workers: int) -> dict[str, str]:
@@ -135,7 +135,7 @@ def sweep(
         raise ConfigError(f"--workers must be >= 1, got {workers}")
     run_dir.mkdir(parents=True, exist_ok=True)
     url = storage or default_storage(run_dir)
-    store = CellStore(spec, open_storage(url, heartbeat_interval=heartbeat_s, grace_period=grace_s))
+    store = open_store(spec, url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
     write_json(run_dir / "spec.json", spec.to_dict())
     write_yaml(run_dir / "spec.yaml", spec.to_dict())
     store.ensure_cells()

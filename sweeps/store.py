@@ -17,9 +17,10 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import optuna
 from optuna.exceptions import DuplicatedStudyError, ExperimentalWarning
@@ -27,6 +28,7 @@ from optuna.storages import RDBStorage
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event
+from sqlalchemy.exc import SQLAlchemyError
 
 from experiments.spec import ExperimentSpec
 from lit_modules.config import ConfigError
@@ -38,10 +40,28 @@ warnings.filterwarnings("ignore", category=ExperimentalWarning)
 # (a deterministic bug would otherwise loop forever); killed workers do not count.
 MAX_ERRORS = 2
 LOCK_TTL_S = 60.0
+T = TypeVar("T")
 
 
 def sqlite_url(path: str | Path) -> str:
     return f"sqlite:///{Path(path).resolve()}"
+
+
+def retry_db(what: str, fn: Callable[[], T], attempts: int = 5) -> T:
+    """Run ``fn``, retrying transient database errors.
+
+    Processes that open a fresh database at once race on its schema (PostgreSQL:
+    ``duplicate key ... pg_type``; SQLite: the alembic version row) and on the study
+    row; a moment later the loser finds everything in place.
+    """
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except (SQLAlchemyError, OSError) as err:
+            if attempt == attempts - 1:
+                raise ConfigError(f"{what}: {err}") from None
+            time.sleep(0.5 + random.random())
+    raise AssertionError("unreachable")
 
 
 def open_storage(url: str, *, heartbeat_interval: int = 10, grace_period: int = 30) -> RDBStorage:
@@ -50,20 +70,23 @@ def open_storage(url: str, *, heartbeat_interval: int = 10, grace_period: int = 
     kwargs = (
         {"connect_args": {"timeout": 120, "isolation_level": None}} if is_sqlite else {"pool_pre_ping": True}
     )
-    for attempt in range(5):
-        try:
-            storage = RDBStorage(
-                url, engine_kwargs=kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period
-            )
-            break
-        except Exception as err:  # sqlalchemy/driver errors vary by backend
-            # Processes creating a fresh database at once race on its schema; retry.
-            if attempt == 4:
-                raise ConfigError(f"cannot open study storage {url}: {err}") from None
-            time.sleep(0.5 + random.random())
+    storage = retry_db(
+        f"cannot open study storage {url}",
+        lambda: RDBStorage(
+            url, engine_kwargs=kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period
+        ),
+    )
     if is_sqlite:
         event.listen(storage.engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
     return storage
+
+
+def open_store(
+    spec: ExperimentSpec, url: str, *, heartbeat_interval: int = 10, grace_period: int = 30
+) -> CellStore:
+    """The experiment's cell store on ``url``, created if needed (safe to race)."""
+    storage = open_storage(url, heartbeat_interval=heartbeat_interval, grace_period=grace_period)
+    return retry_db(f"cannot open study {spec.name!r} in {url}", lambda: CellStore(spec, storage))
 
 
 @contextlib.contextmanager
@@ -184,6 +207,9 @@ class CellStore:
     def pop(self) -> optuna.Trial | None:
         """Atomically claim one waiting cell (compare-and-set to RUNNING), or None."""
         for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+            # Heartbeat first: Optuna never counts a RUNNING trial without one as stale, so a
+            # worker killed right after its claim would otherwise hold the cell forever.
+            self.storage.record_heartbeat(frozen._trial_id)
             try:
                 if not self.storage.set_trial_state_values(frozen._trial_id, state=TrialState.RUNNING):
                     continue  # another worker claimed it first

@@ -24,7 +24,7 @@ from experiments.io import atomic_dir
 from experiments.run import run_trial
 from experiments.spec import ExperimentSpec, spec_from_resolved
 from sweeps import wandb_glue
-from sweeps.store import CellStore, heartbeat, open_storage
+from sweeps.store import CellStore, heartbeat, open_store, retry_db
 
 log = logging.getLogger("ablate.worker")
 PROBE_SIZE = 4
@@ -85,6 +85,12 @@ def run_cell(store: CellStore, trial: optuna.Trial, run_dir: Path, *, use_wandb:
     store.study.tell(trial, value)
 
 
+def claim(store: CellStore) -> optuna.Trial | None:
+    """Enqueue cells that need a (new) trial, then claim one."""
+    store.ensure_cells()
+    return store.pop()
+
+
 def work(
     spec: ExperimentSpec,
     run_dir: Path,
@@ -96,14 +102,16 @@ def work(
     poll_s: float = 2.0,
 ) -> int:
     """Run cells until every cell is complete (or failed for good); return how many ran here."""
-    storage = open_storage(storage_url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
-    store = CellStore(spec, storage)
+    store = open_store(spec, storage_url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
+    storage = store.storage
     done = 0
     while True:
-        store.ensure_cells()
-        trial = store.pop()
+        trial = retry_db("cannot claim a cell", lambda: claim(store))
         if trial is None:
-            if any(c.state in ("running", "waiting") for c in store.states().values()):
+            if any(
+                c.state in ("running", "waiting")
+                for c in retry_db("cannot read cells", store.states).values()
+            ):
                 time.sleep(poll_s)  # others are running cells; take over if one of them dies
                 continue
             return done
