@@ -57,8 +57,8 @@ def resolve_precision(cfg: TrainConfig) -> str:
 def check_lengths(cfg: TrainConfig) -> None:
     """The learned PE table has ``model.max_len`` rows: every input must fit."""
     longest = cfg.data.max_len * max(1, cfg.data.long_test_factor) + (cfg.model.pool == "cls")
-    if cfg.data.task == "lookup":
-        longest = cfg.data.n_pairs + 1 + (cfg.model.pool == "cls")
+    if cfg.data.task == "lookup":  # n_pairs pair tokens, then n_pairs query copies
+        longest = 2 * cfg.data.n_pairs * max(1, cfg.data.long_test_factor) + (cfg.model.pool == "cls")
     if cfg.model.pe == "learned" and longest > cfg.model.max_len:
         raise ConfigError(
             f"model.pe='learned' has model.max_len={cfg.model.max_len} positions but inputs reach "
