@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,9 @@ def report(
     summary = stats(spec.metric)
     if spec.extra_metrics:
         summary["extra_metrics"] = {m: stats(m)["variants"] for m in spec.extra_metrics}
-    write_report(run_dir, summary, rows)
+    if spec.tuned:
+        summary["tuned"] = spec.tuned  # each variant's parameters from `ablate search`
+    write_report(run_dir, summary, rows, tuned=spec.tuned)
     if use_wandb and summary["cells"]["complete"]:
         from experiments.io import atomic_write_bytes
         from sweeps import wandb_glue
@@ -121,6 +124,60 @@ def _worker_env(index: int, n_workers: int) -> dict[str, str]:
     return env
 
 
+def run_workers(
+    module: str,
+    worker_args: list[str],
+    run_dir: Path,
+    *,
+    workers: int,
+    title: str,
+    total: int,
+    poll: Callable[[], tuple[int, str]],
+    url: str,
+) -> None:
+    """Start ``workers`` processes of ``python -m module`` and show one progress bar until they exit.
+
+    ``poll()`` returns (units done, a status text). Ctrl-C is passed on to the workers, which mark
+    their running trial failed so that the same command resumes it.
+    """
+    (run_dir / "logs").mkdir(exist_ok=True)
+    procs = []
+    stem = module.rsplit(".", 1)[-1]
+    for i in range(workers):
+        log = open(run_dir / "logs" / f"{stem}-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
+        cmd = [sys.executable, "-m", module, *worker_args]
+        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i, workers)))
+    try:
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[state]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        ) as bar:
+            done, state = poll()
+            task = bar.add_task(title, total=total, completed=done, state=state)
+            while any(p.poll() is None for p in procs):
+                time.sleep(1.0)
+                done, state = poll()
+                bar.update(task, completed=done, state=state)
+    except KeyboardInterrupt:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs:
+            p.wait()
+        console.print(f"interrupted: finished work is stored in {url}; run the same command again to resume")
+        raise
+    bad = [p.returncode for p in procs if p.returncode not in (0,)]
+    if bad:
+        console.print(f"[yellow]{len(bad)} worker(s) exited with errors; see {run_dir / 'logs'}")
+
+
 def sweep(
     spec: ExperimentSpec,
     run_dir: Path,
@@ -139,62 +196,24 @@ def sweep(
     write_json(run_dir / "spec.json", spec.to_dict())
     write_yaml(run_dir / "spec.yaml", spec.to_dict())
     store.ensure_cells()
-    (run_dir / "logs").mkdir(exist_ok=True)
-    procs = []
-    for i in range(workers):
-        log = open(run_dir / "logs" / f"worker-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
-        cmd = [
-            sys.executable,
-            "-m",
-            "sweeps.worker",
-            "--run-dir",
-            str(run_dir),
-            "--storage",
-            url,
-            "--heartbeat",
-            str(heartbeat_s),
-            "--grace",
-            str(grace_s),
-        ] + (["--no-wandb"] if not use_wandb else [])
-        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i, workers)))
-    total = len(spec.cells())
-    try:
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[state]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=console,
-            transient=False,
-        ) as bar:
-            states = store.states().values()
-            start_done = sum(c.state == "complete" for c in states)
-            task = bar.add_task(spec.name, total=total, completed=start_done, state="")
-            while any(p.poll() is None for p in procs):
-                time.sleep(1.0)
-                states = list(store.states().values())
-                done = sum(c.state == "complete" for c in states)
-                running = sum(c.state == "running" for c in states)
-                failed = sum(c.state == "failed" for c in states)
-                bar.update(
-                    task,
-                    completed=done,
-                    state=f"{running} running" + (f", {failed} failed" if failed else ""),
-                )
-    except KeyboardInterrupt:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
-        for p in procs:
-            p.wait()
-        console.print(
-            f"interrupted: finished cells are stored in {url}; run the same command again to resume"
-        )
-        raise
-    bad = [p.returncode for p in procs if p.returncode not in (0,)]
-    if bad:
-        console.print(f"[yellow]{len(bad)} worker(s) exited with errors; see {run_dir / 'logs'}")
+
+    def poll() -> tuple[int, str]:
+        states = list(store.states().values())
+        running = sum(c.state == "running" for c in states)
+        failed = sum(c.state == "failed" for c in states)
+        done = sum(c.state == "complete" for c in states)
+        return done, f"{running} running" + (f", {failed} failed" if failed else "")
+
+    args = ["--run-dir", str(run_dir), "--storage", url, "--heartbeat", str(heartbeat_s)]
+    args += ["--grace", str(grace_s)] + (["--no-wandb"] if not use_wandb else [])
+    run_workers(
+        "sweeps.worker",
+        args,
+        run_dir,
+        workers=workers,
+        title=spec.name,
+        total=len(spec.cells()),
+        poll=poll,
+        url=url,
+    )
     return report(spec, store, run_dir, use_wandb=use_wandb)

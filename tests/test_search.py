@@ -1,0 +1,182 @@
+"""``ablate search``: the search block's validation, per-variant spaces, pruning, exactly
+``trials`` trials per variant with two workers, resume, and ``--then-evaluate``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from optuna.trial import TrialState
+
+from experiments.spec import spec_from_dict, spec_from_resolved
+from lit_modules.config import ConfigError
+from sweeps.search import distributions, tuned_spec
+from sweeps.store import open_storage, sqlite_url
+from tests.conftest import ablate_cmd
+from tests.test_sweep import TINY_BASE
+
+SEARCH = {
+    "space": {
+        "optim.lr": {"low": 1.0e-5, "high": 0.1, "log": True},
+        "optim.warmup_ratio": {"low": 0.0, "high": 0.3},
+    },
+    "trials": 5,
+    # val/loss has no ties on 32 validation examples, so the median pruner always has an order.
+    "metric": "val/loss",
+    "pruner": "median",
+    "n_startup_trials": 1,
+    "n_warmup_steps": 0,
+}
+BASE = {**TINY_BASE, "trainer": {"max_steps": 12, "val_every": 2, "log_every": 1}}
+RAW = {
+    "name": "tiny",
+    "base": BASE,
+    "variants": {"baseline": {}, "no_warmup": {"optim.warmup_ratio": 0.0}},
+    "seeds": 2,
+    "search": SEARCH,
+}
+
+
+@pytest.mark.parametrize(
+    ("search", "message"),
+    [
+        ({**SEARCH, "space": {"optim.nope": {"low": 0, "high": 1}}}, "not a config key"),
+        ({**SEARCH, "space": {}}, "must map config keys"),
+        ({**SEARCH, "space": {"optim.lr": {"low": 0.1, "high": 0.01}}}, "must be below"),
+        ({**SEARCH, "space": {"optim.lr": {"low": 0.0, "high": 0.1, "log": True}}}, "needs low > 0"),
+        ({**SEARCH, "space": {"model.n_heads": {"choices": [2, 3]}}}, "not divisible"),
+        ({**SEARCH, "space": {"model.n_layers": {"low": 1, "high": 2.5}}}, "integer key"),
+        ({**SEARCH, "space": {"optim.lr": {"min": 0.1}}}, r"\{low, high"),
+        ({**SEARCH, "metric": "test/acc"}, "never test"),
+        ({**SEARCH, "pruner": "sometimes"}, "choose one of median, hyperband, none"),
+        ({**SEARCH, "trials": 0}, "search.trials"),
+        ({**SEARCH, "budget": 3}, "unknown search key"),
+    ],
+)
+def test_search_block_validation(search: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        spec_from_dict({**RAW, "search": search})
+
+
+def test_pruning_needs_validation_during_training() -> None:
+    base = {**BASE, "trainer": {"max_steps": 12}}
+    with pytest.raises(ConfigError, match="set trainer.val_every"):
+        spec_from_dict({**RAW, "base": base})
+    assert spec_from_dict({**RAW, "base": base, "search": {**SEARCH, "pruner": "none"}}).search is not None
+
+
+def test_variant_keys_are_not_searched_and_the_block_round_trips() -> None:
+    spec = spec_from_dict(RAW)
+    assert set(distributions(spec, "baseline")) == {"optim.lr", "optim.warmup_ratio"}
+    assert set(distributions(spec, "no_warmup")) == {"optim.lr"}  # the variant defines warmup
+    assert distributions(spec, "baseline")["optim.lr"].log
+    assert spec_from_resolved(spec.to_dict()).search == spec.search
+    # The search block does not change which grid results are comparable.
+    assert spec.identity() == spec_from_dict({k: v for k, v in RAW.items() if k != "search"}).identity()
+
+
+def test_tuned_spec_puts_the_baselines_best_in_the_base() -> None:
+    spec = spec_from_dict(RAW)
+    summary = {
+        "metric": "val/loss",
+        "variants": {
+            "baseline": {"best_params": {"optim.lr": 0.01, "optim.warmup_ratio": 0.2}, "best_value": 0.5},
+            "no_warmup": {"best_params": {"optim.lr": 0.001}, "best_value": 0.6},
+        },
+    }
+    tuned = tuned_spec(spec, summary)
+    assert tuned.name == "tiny-tuned" and tuned.variants["baseline"] == {}
+    base = tuned.cell_config("baseline", 0).optim
+    other = tuned.cell_config("no_warmup", 0).optim
+    assert (base.lr, base.warmup_ratio) == (0.01, 0.2)
+    assert (other.lr, other.warmup_ratio) == (0.001, 0.0)  # its own lr, its own (absent) warmup
+    assert tuned.tuned["no_warmup"]["optim.lr"] == 0.001
+    summary["variants"]["no_warmup"]["best_params"] = None
+    with pytest.raises(ConfigError, match="no finished search trial"):
+        tuned_spec(spec, summary)
+
+
+def run_search(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ablate_cmd(
+            "search", "tiny.yaml", "--out", "runs", "--no-wandb", "--heartbeat", "1", "--grace", "3", *args
+        ),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_search_prunes_counts_exactly_resumes_and_evaluates(tmp_path: Path) -> None:
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(RAW))
+    proc = run_search(tmp_path, "--workers", "2", "--then-evaluate")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    storage = open_storage(sqlite_url(tmp_path / "runs" / "tiny-search" / "study.db"))
+    states = {}
+    for variant in RAW["variants"]:
+        trials = optuna.load_study(study_name=f"tiny.search.{variant}", storage=storage).get_trials()
+        states[variant] = [t.state for t in trials]
+        # Two workers, five trials each: never a sixth, none lost.
+        assert len(trials) == 5 and all(
+            s in (TrialState.COMPLETE, TrialState.PRUNED) for s in states[variant]
+        )
+        pruned = [t for t in trials if t.state == TrialState.PRUNED]
+        for t in pruned:  # pruned during training, on validation values only
+            assert t.intermediate_values and "metrics" not in t.user_attrs
+    assert sum(s.count(TrialState.PRUNED) for s in states.values()) >= 1
+
+    summary = json.loads((tmp_path / "runs" / "tiny-search" / "search.json").read_text())
+    best = {v: e["best_params"] for v, e in summary["variants"].items()}
+    assert set(best["no_warmup"]) == {"optim.lr"}
+    # --then-evaluate ran every seed with each variant's best parameters.
+    tuned_dir = tmp_path / "runs" / "tiny-tuned"
+    for variant in RAW["variants"]:
+        for seed in (0, 1):
+            cfg = yaml.safe_load((tuned_dir / "cells" / f"{variant}-s{seed}" / "config.yaml").read_text())
+            assert cfg["optim"]["lr"] == pytest.approx(best[variant]["optim.lr"])
+            assert cfg["seed"] == seed
+    report = json.loads((tuned_dir / "summary.json").read_text())
+    assert report["cells"]["complete"] == 4
+    assert report["tuned"]["no_warmup"]["optim.lr"] == pytest.approx(best["no_warmup"]["optim.lr"])
+    assert "Tuned parameters" in (tuned_dir / "report.md").read_text()
+
+    # Rerunning resumes: nothing new is trained, the same best parameters come back.
+    again = run_search(tmp_path, "--workers", "2")
+    assert again.returncode == 0, again.stderr[-3000:]
+    for variant in RAW["variants"]:
+        assert len(optuna.load_study(study_name=f"tiny.search.{variant}", storage=storage).get_trials()) == 5
+    assert (
+        json.loads((tmp_path / "runs" / "tiny-search" / "search.json").read_text())["variants"]
+        == summary["variants"]
+    )
+    # More trials later: the studies grow by exactly the difference.
+    more = run_search(tmp_path, "--trials", "6", "--variants", "no_warmup")
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert len(optuna.load_study(study_name="tiny.search.no_warmup", storage=storage).get_trials()) == 6
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--variants", "baseline,nope"], "choose distinct names among baseline, no_warmup"),
+        (["--variants", "no_warmup", "--then-evaluate"], "needs the baseline 'baseline'"),
+        (["--trials", "0"], "--trials must be >= 1"),
+    ],
+)
+def test_search_bad_arguments(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(RAW))
+    proc = run_search(tmp_path, *args)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_search_without_a_search_block(tmp_path: Path) -> None:
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump({k: v for k, v in RAW.items() if k != "search"}))
+    proc = run_search(tmp_path)
+    assert proc.returncode == 2 and "has no 'search' block" in proc.stderr
