@@ -153,12 +153,14 @@ class ClassificationDataModule(L.LightningDataModule):
             out[name] = datasets.Dataset(table)
         return datasets.DatasetDict(out), tok, n_classes
 
-    def dataloader(self, split: str, shuffle: bool = False) -> DataLoader:
+    def dataloader(self, split: str, shuffle: bool = False, seed: int | None = None) -> DataLoader:
+        """Batches of ``split``; shuffled by ``seed`` (default: the run's shuffle seed)."""
         if split not in self._examples:
             raise KeyError(f"no split {split!r}; have {sorted(self._examples)} (did you call setup()?)")
         ds = self._examples[split]
         if shuffle:
-            sampler = RandomSampler(ds, generator=torch.Generator().manual_seed(self.shuffle_seed))
+            order = self.shuffle_seed if seed is None else seed
+            sampler = RandomSampler(ds, generator=torch.Generator().manual_seed(order))
         else:
             sampler = SequentialSampler(ds)
         workers = self.cfg.num_workers

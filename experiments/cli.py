@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -26,8 +27,14 @@ EXIT_USAGE = 2
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.spec is not None:
+        out, result = _train_spec_cell(args)
+        print_results(out, [("value", result)])
+        return 0
     from experiments.config import load_config
 
+    if args.config is None or args.profile is not None:
+        raise ConfigError("ablate train needs a train CONFIG.yaml, or --spec EXP.yaml [--profile P]")
     cfg = load_config(args.config, args.overrides)  # fail fast, before the heavy imports
     out = Path(args.out or f"runs/train/{cfg.data.task}-{time.strftime('%Y%m%d-%H%M%S')}")
     from experiments.io import atomic_dir
@@ -35,20 +42,57 @@ def cmd_train(args: argparse.Namespace) -> int:
     with atomic_dir(out) as tmp:
         from lightning.pytorch.loggers import CSVLogger
 
-        from experiments.run import run_trial
+        from experiments.run import run_seed_parallel, run_trial
 
-        logger = CSVLogger(tmp, name="", version="")
-        result = run_trial(cfg, tmp, progress=not args.no_progress, logger=logger)
-    table = Table(title=f"{cfg.data.task}: {out}")
+        if cfg.trainer.seed_parallel > 1:  # seed, seed+1, ... in one model; one folder each
+            seeds = list(range(cfg.seed, cfg.seed + cfg.trainer.seed_parallel))
+            results = run_seed_parallel(
+                cfg, seeds, [tmp / f"seed{s}" for s in seeds], progress=not args.no_progress
+            )
+            named = [(f"seed{s}", r) for s, r in zip(seeds, results, strict=True)]
+        else:
+            logger = CSVLogger(tmp, name="", version="")
+            named = [("value", run_trial(cfg, tmp, progress=not args.no_progress, logger=logger))]
+    print_results(out, named)
+    return 0
+
+
+def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
+    """One column per run (several for seed-parallel training); diverged runs are named."""
+    table = Table(title=f"{results[0][1].config.data.task}: {out}")
     table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, value in result.to_dict().items():
-        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
+    for name, _ in results:
+        table.add_column(name, justify="right")
+    rows = [r.to_dict() for _, r in results]
+    for key in rows[0]:
+        cells = [row.get(key) for row in rows]
+        table.add_row(key, *(f"{v:.4f}" if isinstance(v, float) else str(v) for v in cells))
     out_console.print(table)
-    if result.diverged:
-        console.print(
-            f"[yellow]run diverged (non-finite loss) at step {result.steps}; recorded in metrics.json"
-        )
+    for name, result in results:
+        if result.diverged:
+            console.print(
+                f"[yellow]{name}: run diverged (non-finite loss) at step {result.steps}; "
+                "recorded in metrics.json"
+            )
+
+
+def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any]:
+    """``train --spec EXP.yaml variant=NAME [seed=N] [key=value ...]``: what ``wandb agent`` runs."""
+    from sweeps.wandb_sweep import train_cell
+
+    # argparse puts the first key=value into CONFIG; a real CONFIG next to --spec is an error.
+    if args.config is not None and "=" not in args.config:
+        raise ConfigError(f"give a train CONFIG ({args.config}) or --spec {args.spec}, not both")
+    cell_args = [args.config, *args.overrides] if args.config else args.overrides
+    return train_cell(args.spec, cell_args, profile=args.profile, out=args.out, progress=not args.no_progress)
+
+
+def cmd_wandb_sweep(args: argparse.Namespace) -> int:
+    from sweeps.wandb_sweep import sweep_yaml
+
+    sys.stdout.write(
+        sweep_yaml(args.spec, method=args.method, profile=args.profile, overrides=args.overrides)
+    )
     return 0
 
 
@@ -122,11 +166,87 @@ def print_summary(summary: dict, run_dir: Path) -> None:
             + ", ".join(cells["missing"]),
             markup=False,
         )
+    for name, params in (summary.get("tuned") or {}).items():
+        console.print(f"tuned {name}: " + ", ".join(f"{k}={p}" for k, p in params.items()), markup=False)
     console.print(f"report: {run_dir / 'report.html'}", markup=False)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     _sweep_one(Path(args.spec), args.overrides, args, args.profile)
+    return 0
+
+
+def print_search(summary: dict, run_dir: Path) -> None:
+    metric = summary["metric"]
+    table = Table(title=f"{summary['experiment']}: search on {metric} ({run_dir})")
+    for col in ("variant", "complete", "pruned", "failed", f"best {metric}", "best parameters"):
+        table.add_column(col, justify="left" if col in ("variant", "best parameters") else "right")
+    for name, v in summary["variants"].items():
+        params = ", ".join(
+            f"{k}={p:.3g}" if isinstance(p, float) else f"{k}={p}"
+            for k, p in (v["best_params"] or {}).items()
+        )
+        best = "-" if v["best_value"] is None else f"{v['best_value']:.4f}"
+        table.add_row(name, str(v["complete"]), str(v["pruned"]), str(v["errors"]), best, params or "-")
+    out_console.print(table)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from experiments.spec import load_spec
+
+    spec = load_spec(Path(args.spec), args.overrides, profile=args.profile)
+    if spec.search is None:
+        raise ConfigError(
+            f"{args.spec} has no 'search' block (search.space, trials, metric, pruner); see README"
+        )
+    variants = args.variants.split(",") if args.variants else list(spec.variants)
+    unknown = [v for v in variants if v not in spec.variants]
+    if unknown or len(set(variants)) != len(variants):
+        raise ConfigError(
+            f"--variants {args.variants!r}: choose distinct names among {', '.join(spec.variants)}"
+        )
+    if args.then_evaluate and spec.baseline not in variants:
+        raise ConfigError(f"--then-evaluate needs the baseline {spec.baseline!r} among --variants")
+    trials = spec.search.trials if args.trials is None else args.trials
+    if trials < 1:
+        raise ConfigError(f"--trials must be >= 1, got {trials}")
+    import optuna
+
+    from sweeps.search import search, tuned_spec
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    out = Path(args.out or "runs")
+    run_dir = out / f"{spec.name}-search"
+    console.print(f"[bold]{spec.name}[/]: search {len(variants)} variants x {trials} trials -> {run_dir}")
+    summary = search(
+        spec,
+        run_dir,
+        variants=variants,
+        trials=trials,
+        storage=args.storage,
+        workers=args.workers,
+        heartbeat_s=args.heartbeat,
+        grace_s=args.grace,
+    )
+    print_search(summary, run_dir)
+    if args.then_evaluate:
+        from sweeps.grid import sweep
+
+        tuned = tuned_spec(spec, summary)
+        tuned_dir = out / tuned.name
+        console.print(
+            f"[bold]{tuned.name}[/]: {len(tuned.variants)} tuned variants x {len(tuned.seeds)} seeds"
+        )
+        result = sweep(
+            tuned,
+            tuned_dir,
+            storage=args.storage,
+            workers=args.workers,
+            use_wandb=not args.no_wandb,
+            heartbeat_s=args.heartbeat,
+            grace_s=args.grace,
+        )
+        print_summary(result, tuned_dir)
     return 0
 
 
@@ -148,6 +268,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except FileNotFoundError as err:
         raise ConfigError(str(err)) from None
     console.print(f"comparison: {paths['html']} and {paths['markdown']}", markup=False)
+    return 0
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from sweeps.dashboard import serve
+
+    serve(Path(args.run_dir), host=args.host, port=args.port, storage=args.storage)
     return 0
 
 
@@ -206,13 +333,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ablate", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train and evaluate one configuration")
-    train.add_argument("config", help="train config YAML (sections model, data, optim, trainer, seed)")
+    train.add_argument(
+        "config", nargs="?", help="train config YAML (sections model, data, optim, trainer, seed)"
+    )
     train.add_argument(
         "overrides", nargs="*", help="dotted overrides, e.g. model.n_heads=1 model.pe=none seed=3"
     )
     train.add_argument("--out", help="output folder (default runs/train/<task>-<time>)")
     train.add_argument("--no-progress", action="store_true", help="hide the Lightning progress bar")
+    train.add_argument(
+        "--spec",
+        help="train one cell of an experiment instead of CONFIG: variant=NAME [seed=N] "
+        "(what wandb agent runs; default --out runs/<name>/wandb-sweep/<variant>-s<seed>-<time>)",
+    )
+    train.add_argument("--profile", help="with --spec: apply the spec's named profile to the base")
     train.set_defaults(func=cmd_train)
+
+    ws = sub.add_parser("wandb-sweep", help="print a W&B sweep configuration (YAML) for an experiment")
+    ws.add_argument("spec", help="experiment spec YAML")
+    ws.add_argument("overrides", nargs="*", help="dotted overrides applied to every variant's base")
+    ws.add_argument("--method", choices=["grid", "random", "bayes"], default="grid", help="default grid")
+    ws.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    ws.set_defaults(func=cmd_wandb_sweep)
 
     sw = sub.add_parser("sweep", help="run every variant x seed of an experiment, then report")
     sw.add_argument("spec", help="experiment spec YAML (name, base, variants, seeds, ...)")
@@ -220,10 +362,32 @@ def build_parser() -> argparse.ArgumentParser:
     _sweep_options(sw)
     sw.set_defaults(func=cmd_sweep)
 
+    se = sub.add_parser(
+        "search", help="tune each variant on validation (TPE + pruning), optionally run the tuned grid"
+    )
+    se.add_argument("spec", help="experiment spec YAML with a 'search' block")
+    se.add_argument("--variants", help="comma-separated variants to tune (default: all)")
+    se.add_argument("--trials", type=int, help="trials per variant (default: the spec's search.trials)")
+    se.add_argument(
+        "--then-evaluate", action="store_true", help="then run every seed with each variant's best"
+    )
+    se.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    _sweep_options(se)
+    se.set_defaults(func=cmd_search)
+
     rp = sub.add_parser("report", help="(re)write the report of a sweep run folder")
     rp.add_argument("run_dir")
     rp.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
     rp.set_defaults(func=cmd_report)
+
+    db = sub.add_parser("dashboard", help="review a sweep run folder in optuna-dashboard (local web UI)")
+    db.add_argument("run_dir")
+    db.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    db.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
+    db.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
+    db.set_defaults(func=cmd_dashboard)
 
     cp = sub.add_parser("compare", help="put two sweep run folders side by side")
     cp.add_argument("run_a")

@@ -36,6 +36,10 @@ class TrainerConfig:
     log_every: int = 50
     # torch.compile the encoder (GPU; costs seconds of compile time per run).
     compile: bool = False
+    # Train this many seeds of one configuration together as one vectorized model
+    # (lit_modules/seed_parallel.py): a sweep groups a variant's cells, `ablate train`
+    # trains seed, seed+1, ... Each member's result is its own cell.
+    seed_parallel: int = 1
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -43,6 +47,16 @@ class TrainerConfig:
         require(self.val_every >= 0, f"trainer.val_every must be >= 0, got {self.val_every}")
         require(self.devices >= 1, f"trainer.devices must be >= 1, got {self.devices}")
         require(self.log_every >= 1, f"trainer.log_every must be >= 1, got {self.log_every}")
+        require(self.seed_parallel >= 1, f"trainer.seed_parallel must be >= 1, got {self.seed_parallel}")
+        require(
+            not (self.compile and self.seed_parallel > 1),
+            "trainer.compile is not supported with trainer.seed_parallel > 1 (torch.compile of a vmapped "
+            "model); choose one",
+        )
+        require(
+            self.seed_parallel == 1 or self.devices == 1,
+            f"trainer.seed_parallel={self.seed_parallel} trains on one device; set trainer.devices=1",
+        )
 
 
 SECTIONS: dict[str, type] = {

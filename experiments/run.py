@@ -77,6 +77,50 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=".*anonymous setting has no effect.*")
 
 
+def make_trainer(
+    cfg: TrainConfig,
+    out_dir: str | Path | None,
+    *,
+    progress: bool,
+    logger: Logger | bool,
+    callbacks: Sequence[Callback] = (),
+    clip: bool = True,
+) -> L.Trainer:
+    t = cfg.trainer
+    return L.Trainer(
+        max_steps=t.max_steps,
+        accelerator=t.accelerator,
+        devices=t.devices,
+        precision=resolve_precision(cfg),
+        deterministic=t.deterministic,
+        gradient_clip_val=(cfg.optim.grad_clip or None) if clip else None,
+        log_every_n_steps=t.log_every,
+        # Validate every val_every steps across epoch boundaries; 0 = never during fit.
+        val_check_interval=t.val_every or t.max_steps + 1,
+        check_val_every_n_epoch=None,
+        num_sanity_val_steps=0,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        enable_progress_bar=progress,
+        logger=logger,
+        callbacks=list(callbacks),
+        default_root_dir=str(out_dir) if out_dir else None,
+    )
+
+
+def _setup(
+    cfg: TrainConfig, shuffle_seed: int, datamodule: ClassificationDataModule | None
+) -> ClassificationDataModule:
+    check_lengths(cfg)
+    quiet_lightning()
+    dm = datamodule or ClassificationDataModule(cfg.data, shuffle_seed=shuffle_seed)
+    dm.prepare_data()
+    dm.setup("fit")
+    if torch.cuda.is_available():
+        torch.set_float32_matmul_precision("high")
+    return dm
+
+
 def run_trial(
     cfg: TrainConfig,
     out_dir: str | Path | None = None,
@@ -92,16 +136,10 @@ def run_trial(
     are written there. The seed fixes model init, data order and dropout;
     ``cfg.data.seed`` alone fixes the data set.
     """
-    check_lengths(cfg)
-    quiet_lightning()
     start = time.perf_counter()
-    dm = datamodule or ClassificationDataModule(cfg.data, shuffle_seed=cfg.seed)
-    dm.prepare_data()
-    dm.setup("fit")
+    dm = _setup(cfg, cfg.seed, datamodule)
     # Seed after data preparation so init does not depend on what data loading drew.
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    if torch.cuda.is_available():
-        torch.set_float32_matmul_precision("high")
     lit = LitClassifier(
         cfg.model,
         cfg.optim,
@@ -111,26 +149,7 @@ def run_trial(
     )
     if cfg.trainer.compile:
         lit.model = torch.compile(lit.model)
-    t = cfg.trainer
-    trainer = L.Trainer(
-        max_steps=t.max_steps,
-        accelerator=t.accelerator,
-        devices=t.devices,
-        precision=resolve_precision(cfg),
-        deterministic=t.deterministic,
-        gradient_clip_val=cfg.optim.grad_clip or None,
-        log_every_n_steps=t.log_every,
-        # Validate every val_every steps across epoch boundaries; 0 = never during fit.
-        val_check_interval=t.val_every or t.max_steps + 1,
-        check_val_every_n_epoch=None,
-        num_sanity_val_steps=0,
-        enable_checkpointing=False,
-        enable_model_summary=False,
-        enable_progress_bar=progress,
-        logger=logger,
-        callbacks=list(callbacks),
-        default_root_dir=str(out_dir) if out_dir else None,
-    )
+    trainer = make_trainer(cfg, out_dir, progress=progress, logger=logger, callbacks=callbacks)
     trainer.fit(lit, datamodule=dm)
     metrics: dict[str, float] = {}
     for found in trainer.validate(lit, datamodule=dm, verbose=False):
@@ -149,11 +168,70 @@ def run_trial(
         wall_s=time.perf_counter() - start,
         config=cfg,
     )
-    result.extras["lit"] = lit
-    result.extras["datamodule"] = dm
+    result.extras.update(lit=lit, model=lit.model, datamodule=dm)
     if out_dir is not None:
         out = Path(out_dir)
         write_yaml(out / "config.yaml", cfg.to_dict())
         write_json(out / "metrics.json", result.to_dict())
         dm.save_tokenizer(out)
     return result
+
+
+def run_seed_parallel(
+    cfg: TrainConfig,
+    seeds: Sequence[int],
+    out_dirs: Sequence[str | Path] | None = None,
+    *,
+    progress: bool = False,
+    callbacks: Sequence[Callback] = (),
+    datamodule: ClassificationDataModule | None = None,
+) -> list[TrialResult]:
+    """Train ``cfg`` for every seed at once as one vectorized model; one result per seed.
+
+    Member k gets what ``run_trial(cfg with seed=seeds[k])`` gets: its init, its data order,
+    its clipping and divergence; with dropout 0 the same weights to float tolerance (tested).
+    ``wall_s`` of each result is its share of the joint run.
+    """
+    from lit_modules.seed_parallel import LitSeedParallel
+
+    seeds = list(seeds)
+    start = time.perf_counter()
+    dm = _setup(cfg, seeds[0], datamodule)
+    lit = LitSeedParallel(
+        cfg.model,
+        cfg.optim,
+        vocab_size=dm.vocab_size,
+        n_classes=dm.n_classes,
+        max_steps=cfg.trainer.max_steps,
+        seeds=seeds,
+    )
+    trainer = make_trainer(cfg, None, progress=progress, logger=False, callbacks=callbacks, clip=False)
+    # A list of loaders: Lightning zips them, so a training batch is one batch per member.
+    loaders = [dm.dataloader("train", shuffle=True, seed=s) for s in seeds]
+    trainer.fit(lit, train_dataloaders=loaders, val_dataloaders=dm.val_dataloader())
+    trainer.validate(lit, dataloaders=dm.val_dataloader(), verbose=False)
+    trainer.test(lit, dataloaders=dm.test_dataloader(), verbose=False)
+    if "test_long" in dm.splits:
+        lit.test_prefix = "test_long"
+        trainer.test(lit, dataloaders=dm.dataloader("test_long"), verbose=False)
+    wall = time.perf_counter() - start
+    diverged, diverged_at = lit.diverged.tolist(), lit.diverged_at.tolist()
+    results = []
+    for k, seed in enumerate(seeds):
+        result = TrialResult(
+            metrics=dict(sorted(lit.results[k].items())),
+            diverged=diverged[k],
+            steps=diverged_at[k] if diverged[k] else trainer.global_step,
+            wall_s=wall / len(seeds),
+            config=cfg.override({"seed": seed}),
+        )
+        curve = [{"step": h["step"], **h["metrics"][k]} for h in lit.history]
+        result.extras.update(model=lit.model.member(k), datamodule=dm, curve=curve)
+        if out_dirs is not None:
+            out = Path(out_dirs[k])
+            write_yaml(out / "config.yaml", result.config.to_dict())
+            write_json(out / "metrics.json", result.to_dict())
+            write_json(out / "val_curve.json", curve)
+            dm.save_tokenizer(out)
+        results.append(result)
+    return results

@@ -28,6 +28,12 @@ def warmup_cosine(step: int, warmup: int, total: int, min_ratio: float) -> float
     return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def decay_groups(model: nn.Module) -> set[str]:
+    """Names of the parameters AdamW decays: the matrices of linear layers. Embeddings,
+    positional tables, [CLS], biases and LayerNorm are not decayed (as in GPT-2/BERT)."""
+    return {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+
+
 class LitClassifier(L.LightningModule):
     def __init__(
         self,
@@ -103,13 +109,11 @@ class LitClassifier(L.LightningModule):
 
     def configure_optimizers(self) -> dict:
         cfg = self.optim_cfg
-        # Decay only the matrices of linear layers; embeddings, positional
-        # tables, [CLS], biases and LayerNorm are not decayed (as in GPT-2/BERT).
-        decay = {id(m.weight) for m in self.model.modules() if isinstance(m, nn.Linear)}
-        params = list(self.model.parameters())
+        decayed = decay_groups(self.model)
+        params = dict(self.model.named_parameters())
         groups = [
-            {"params": [p for p in params if id(p) in decay], "weight_decay": cfg.weight_decay},
-            {"params": [p for p in params if id(p) not in decay], "weight_decay": 0.0},
+            {"params": [p for n, p in params.items() if n in decayed], "weight_decay": cfg.weight_decay},
+            {"params": [p for n, p in params.items() if n not in decayed], "weight_decay": 0.0},
         ]
         optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
         warmup = round(cfg.warmup_ratio * self.max_steps)

@@ -204,9 +204,12 @@ class CellStore:
                     added += 1
         return added
 
-    def pop(self) -> optuna.Trial | None:
-        """Atomically claim one waiting cell (compare-and-set to RUNNING), or None."""
+    def pop(self, variant: str | None = None) -> optuna.Trial | None:
+        """Atomically claim one waiting cell (of ``variant``, if given) with a compare-and-set
+        WAITING -> RUNNING, or None."""
         for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+            if variant is not None and frozen.user_attrs.get("variant") != variant:
+                continue
             # Heartbeat first: Optuna never counts a RUNNING trial without one as stale, so a
             # worker killed right after its claim would otherwise hold the cell forever.
             self.storage.record_heartbeat(frozen._trial_id)

@@ -7,6 +7,7 @@ machines against the same ``--storage``. Each cell calls ``run_trial``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -21,7 +22,7 @@ from optuna.artifacts import FileSystemArtifactStore, upload_artifact
 from optuna.trial import TrialState
 
 from experiments.io import atomic_dir
-from experiments.run import run_trial
+from experiments.run import run_seed_parallel, run_trial
 from experiments.spec import ExperimentSpec, spec_from_resolved
 from sweeps import wandb_glue
 from sweeps.store import CellStore, heartbeat, open_store, retry_db
@@ -39,7 +40,7 @@ def archive(trial: optuna.Trial, result, heat_dir: Path, artifacts: FileSystemAr
         shutil.rmtree(heat_dir)  # left by a worker killed after writing it
     with atomic_dir(heat_dir) as tmp:
         heads = archive_attention(
-            result.extras["lit"].model, dm.probe_batch(PROBE_SIZE), tmp, eval_batches=dm.test_dataloader()
+            result.extras["model"], dm.probe_batch(PROBE_SIZE), tmp, eval_batches=dm.test_dataloader()
         )
     for path in sorted(heat_dir.iterdir()):
         upload_artifact(artifact_store=artifacts, file_path=str(path), study_or_trial=trial)
@@ -47,34 +48,60 @@ def archive(trial: optuna.Trial, result, heat_dir: Path, artifacts: FileSystemAr
     return heads
 
 
-def run_cell(store: CellStore, trial: optuna.Trial, run_dir: Path, *, use_wandb: bool) -> None:
-    spec = store.spec
-    variant, seed = trial.params["variant"], trial.params["seed"]
-    cfg = spec.cell_config(variant, seed)
+def fresh_cell_dir(run_dir: Path, variant: str, seed: int) -> Path:
     cell_dir = run_dir / "cells" / f"{variant}-s{seed}"
     for stale in cell_dir.parent.glob(f".{cell_dir.name}.partial-*"):
         shutil.rmtree(stale, ignore_errors=True)  # a worker killed mid-cell left it
     if cell_dir.exists():
         shutil.rmtree(cell_dir)
-    logger = wandb_glue.cell_logger(spec, variant, seed, cfg, run_dir) if use_wandb else False
+    return cell_dir
+
+
+def run_cells(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, use_wandb: bool) -> None:
+    """Run claimed cells of one variant: one alone, or several as one seed-parallel model."""
+    spec = store.spec
+    variant = trials[0].params["variant"]
+    seeds = [t.params["seed"] for t in trials]
+    cfgs = [spec.cell_config(variant, seed) for seed in seeds]
+    dirs = [fresh_cell_dir(run_dir, variant, seed) for seed in seeds]
+    loggers = [
+        wandb_glue.cell_logger(spec, variant, seed, cfg, run_dir) if use_wandb else False
+        for seed, cfg in zip(seeds, cfgs, strict=True)
+    ]
     try:
-        with atomic_dir(cell_dir) as tmp:
-            result = run_trial(cfg, tmp, logger=logger)
-        heads = None
-        if seed in spec.heatmap_seeds:
-            (run_dir / "artifacts").mkdir(exist_ok=True)
-            artifacts = FileSystemArtifactStore(str(run_dir / "artifacts"))
-            heads = archive(trial, result, run_dir / "heatmaps" / variant / f"seed{seed}", artifacts)
-        wandb_id = wandb_glue.finish_cell(logger, result.to_dict(), heads) if logger else None
+        with contextlib.ExitStack() as stack:
+            tmps = [stack.enter_context(atomic_dir(d)) for d in dirs]
+            if cfgs[0].trainer.seed_parallel == 1:
+                results = [run_trial(cfgs[0], tmps[0], logger=loggers[0])]
+            else:
+                results = run_seed_parallel(cfgs[0], seeds, tmps)
+        for trial, result, logger in zip(trials, results, loggers, strict=True):
+            seed = trial.params["seed"]
+            heads = None
+            if seed in spec.heatmap_seeds:
+                (run_dir / "artifacts").mkdir(exist_ok=True)
+                artifacts = FileSystemArtifactStore(str(run_dir / "artifacts"))
+                heads = archive(trial, result, run_dir / "heatmaps" / variant / f"seed{seed}", artifacts)
+            wandb_id = None
+            if logger:
+                wandb_glue.log_curve(logger, result.extras.get("curve", []))
+                wandb_id = wandb_glue.finish_cell(logger, result.to_dict(), heads)
+            record(store, trial, result, heads, wandb_id)
     except BaseException:
-        if logger:  # else the next cell's logger would attach to this unfinished run
-            logger.experiment.finish(exit_code=1)
+        for logger in loggers:  # else the next cell's logger would attach to an unfinished run
+            if logger:
+                logger.experiment.finish(exit_code=1)
         raise
+
+
+def record(store: CellStore, trial: optuna.Trial, result, heads: dict | None, wandb_id: str | None) -> None:
+    """Store a finished cell on its trial; its value is the spec's metric."""
+    spec = store.spec
     trial.set_user_attr("metrics", result.metrics)
     trial.set_user_attr("diverged", result.diverged)
     trial.set_user_attr("steps", result.steps)
     trial.set_user_attr("wall_s", round(result.wall_s, 3))
-    trial.set_user_attr("config", cfg.flat())
+    trial.set_user_attr("config", result.config.flat())
     trial.set_user_attr("wandb_id", wandb_id)
     if heads is not None:
         trial.set_user_attr("heads", {k: heads.get(k) for k in ("entropy", "entropy_norm", "importance")})
@@ -115,24 +142,47 @@ def work(
                 time.sleep(poll_s)  # others are running cells; take over if one of them dies
                 continue
             return done
-        cell = trial.user_attrs["cell"]
-        log.info("cell %s: start (trial %d)", cell, trial.number)
+        trials = [trial]
+        variant = trial.params["variant"]
+        group = spec.cell_config(variant, trial.params["seed"]).trainer.seed_parallel
+        while len(trials) < group:  # more waiting seeds of this variant train with it
+            more = retry_db("cannot claim a cell", lambda v=variant: store.pop(variant=v))
+            if more is None:
+                break
+            trials.append(more)
+        cells = ", ".join(t.user_attrs["cell"] for t in trials)
+        log.info("cells %s: start (trials %s)", cells, [t.number for t in trials])
         try:
-            with heartbeat(storage, trial._trial_id):
-                run_cell(store, trial, run_dir, use_wandb=use_wandb)
-            done += 1
-            log.info("cell %s: done", cell)
+            with contextlib.ExitStack() as beats:
+                for t in trials:
+                    beats.enter_context(heartbeat(storage, t._trial_id))
+                run_cells(store, trials, run_dir, use_wandb=use_wandb)
+            done += len(trials)
+            log.info("cells %s: done", cells)
         except BaseException as err:  # Ctrl-C, SystemExit from Lightning, or a bug
             interrupted = isinstance(err, (KeyboardInterrupt, SystemExit))
             key = "interrupted" if interrupted else "error"
-            try:
-                trial.set_user_attr(key, "interrupted" if interrupted else f"{type(err).__name__}: {err}")
-                store.study.tell(trial, state=TrialState.FAIL)
-            except Exception:  # the storage may be gone too; heartbeats will expire the trial
-                log.exception("could not mark trial %d failed", trial.number)
+            for t in trials:
+                if t.number in finished(store, trials):
+                    continue
+                try:
+                    t.set_user_attr(key, "interrupted" if interrupted else f"{type(err).__name__}: {err}")
+                    store.study.tell(t, state=TrialState.FAIL)
+                except Exception:  # the storage may be gone too; heartbeats will expire the trial
+                    log.exception("could not mark trial %d failed", t.number)
             if interrupted:
                 raise KeyboardInterrupt from None
-            log.error("cell %s failed:\n%s", cell, traceback.format_exc())
+            log.error("cells %s failed:\n%s", cells, traceback.format_exc())
+
+
+def finished(store: CellStore, trials: list[optuna.Trial]) -> set[int]:
+    """Numbers of the trials already told (a group can fail after recording some members)."""
+    ids = {t._trial_id for t in trials}
+    return {
+        t.number
+        for t in store.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if t._trial_id in ids
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -84,6 +84,10 @@ CASES: dict[str, Case] = {
         ["model.pe=learned", "model.max_len=6"],
         ["model.pe='learned'", "model.max_len=6", "reach 8 tokens", "raise model.max_len"],
     ),
+    "seed-parallel-zero": Case(["trainer.seed_parallel=0"], ["trainer.seed_parallel must be >= 1, got 0"]),
+    "seed-parallel-with-compile": Case(
+        ["trainer.seed_parallel=2", "trainer.compile=true"], ["trainer.compile is not supported", "choose one"]
+    ),
     "override-without-equals": Case(["model.n_heads"], ["'model.n_heads' is not of the form key=value"]),
     # --- config files ------------------------------------------------------------------------
     "missing-config-file": Case(["@nothere.yaml"], ["file not found", "nothere.yaml"]),

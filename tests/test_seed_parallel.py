@@ -1,0 +1,200 @@
+"""Seed-parallel training: member k of the stack is the same run as seed k alone; clipping,
+dropout and divergence are per member; a sweep stores each member as its own cell."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from lightning.pytorch.callbacks import Callback
+
+from experiments.config import TrainConfig
+from experiments.run import run_seed_parallel, run_trial
+from lit_modules.config import ModelConfig
+from lit_modules.seed_parallel import StackedEncoder, clip_per_member, stack_batches
+from tests.conftest import ablate_cmd
+from tests.test_sweep import TINY_BASE
+
+# Variable lengths (members' batches get padded to a common length), [CLS] and a learned table,
+# and a clip norm small enough that every step is clipped.
+CFG = TrainConfig.from_dict(
+    {
+        "model": {
+            "d_model": 16,
+            "n_layers": 2,
+            "n_heads": 2,
+            "d_ff": 32,
+            "dropout": 0.0,
+            "pool": "cls",
+            "pe": "learned",
+            "max_len": 16,
+        },
+        "data": {
+            "task": "order",
+            "min_len": 4,
+            "max_len": 9,
+            "n_symbols": 5,
+            "n_train": 96,
+            "n_val": 32,
+            "n_test": 32,
+            "batch_size": 16,
+        },
+        "optim": {"lr": 0.01, "grad_clip": 0.05},
+        "trainer": {"max_steps": 8, "val_every": 4, "log_every": 1},
+    }
+)
+SEEDS = [0, 1, 2]
+
+
+def weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return dict(model.state_dict())
+
+
+@pytest.fixture(scope="module")
+def stacked() -> list:
+    return run_seed_parallel(CFG, SEEDS)
+
+
+@pytest.mark.parametrize("k", range(len(SEEDS)))
+def test_member_matches_the_seed_trained_alone(stacked: list, k: int) -> None:
+    alone = run_trial(CFG.override({"seed": SEEDS[k]}))
+    member = stacked[k]
+    assert member.config == alone.config and member.steps == alone.steps == 8
+    # Adam divides by sqrt(v): float noise in a near-zero gradient moves a weight by up to ~lr x 1e-2.
+    torch.testing.assert_close(
+        weights(member.extras["model"]), weights(alone.extras["model"]), atol=2e-4, rtol=1e-3
+    )
+    for key in ("val/loss", "test/loss", "val/acc", "test/acc", "test/f1"):
+        assert member.metrics[key] == pytest.approx(alone.metrics[key], abs=1e-4), key
+    # The members really are different runs.
+    assert (
+        weights(stacked[0].extras["model"])["head.weight"]
+        .ne(weights(stacked[1].extras["model"])["head.weight"])
+        .any()
+    )
+    assert [p["step"] for p in member.extras["curve"]] == [4, 8]
+
+
+def test_clipping_is_per_member() -> None:
+    torch.manual_seed(0)
+    scale = torch.tensor([0.01, 1.0, 10.0])  # member 0 below the limit, 1 and 2 above
+    grads = [torch.randn(3, 4, 5) * scale.view(3, 1, 1), torch.randn(3, 7) * scale.view(3, 1)]
+    before = [g.clone() for g in grads]
+    alone = [[g[k].clone() for g in grads] for k in range(3)]
+    norms = clip_per_member(grads, 0.5)
+    for k in range(3):
+        expected = torch.nn.utils.clip_grad_norm_([_with_grad(g) for g in alone[k]], 0.5)
+        assert norms[k] == pytest.approx(float(expected), rel=1e-5)
+        for got, want in zip((g[k] for g in grads), alone[k], strict=True):
+            torch.testing.assert_close(got, want)
+    assert norms[0] < 0.5 < norms[1]
+    assert all(torch.equal(g[0], b[0]) for g, b in zip(grads, before, strict=True))  # untouched
+    assert not torch.allclose(grads[0][1], before[0][1])
+
+
+def _with_grad(g: torch.Tensor) -> torch.nn.Parameter:
+    p = torch.nn.Parameter(torch.zeros_like(g))
+    p.grad = g  # clip_grad_norm_ scales it in place, so alone[k] holds the clipped value
+    return p
+
+
+def test_dropout_masks_differ_between_members() -> None:
+    cfg = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, dropout=0.5)
+    model = StackedEncoder(cfg, vocab_size=10, n_classes=2, seeds=[3, 3])  # identical weights
+    ids = torch.randint(1, 10, (4, 6))
+    mask = torch.ones(4, 6, dtype=torch.bool)
+    model.eval()
+    logits = model(ids, mask, shared=True)
+    torch.testing.assert_close(logits[0], logits[1])
+    model.train()
+    logits = model(ids, mask, shared=True)
+    assert not torch.allclose(logits[0], logits[1])
+
+
+def test_stack_batches_pads_to_the_longest() -> None:
+    a = {
+        "input_ids": torch.ones(2, 3, dtype=torch.long),
+        "attention_mask": torch.ones(2, 3, dtype=torch.bool),
+        "labels": torch.tensor([0, 1]),
+    }
+    b = {
+        "input_ids": torch.ones(2, 5, dtype=torch.long),
+        "attention_mask": torch.ones(2, 5, dtype=torch.bool),
+        "labels": torch.tensor([1, 1]),
+    }
+    ids, mask, labels = stack_batches([a, b])
+    assert ids.shape == mask.shape == (2, 2, 5) and labels.tolist() == [[0, 1], [1, 1]]
+    assert not mask[0, :, 3:].any() and ids[0, :, 3:].eq(0).all() and mask[1].all()
+
+
+class Poison(Callback):
+    """Make member 1's weights NaN before the first step: only it may diverge."""
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        with torch.no_grad():
+            pl_module.model.weights[0][1].fill_(math.nan)
+
+
+def test_one_diverging_member_does_not_stop_the_others(stacked: list) -> None:
+    results = run_seed_parallel(CFG, SEEDS, callbacks=[Poison()])
+    assert [r.diverged for r in results] == [False, True, False]
+    assert results[1].steps == 0 and results[0].steps == results[2].steps == 8
+    for k in (0, 2):  # the others trained exactly as without the poisoned member
+        torch.testing.assert_close(weights(results[k].extras["model"]), weights(stacked[k].extras["model"]))
+        assert results[k].metrics == stacked[k].metrics
+
+
+def test_train_cli_writes_one_folder_per_member(tmp_path: Path, tiny_config: Path) -> None:
+    proc = subprocess.run(
+        ablate_cmd(
+            "train", str(tiny_config), "trainer.seed_parallel=2", "seed=5", "--out", "out", "--no-progress"
+        ),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for seed in (5, 6):
+        folder = tmp_path / "out" / f"seed{seed}"
+        assert yaml.safe_load((folder / "config.yaml").read_text())["seed"] == seed
+        assert json.loads((folder / "metrics.json").read_text())["steps"] == 4
+        assert f"seed{seed}" in proc.stdout
+
+
+@pytest.mark.slow
+def test_sweep_stores_each_member_as_its_own_cell(tmp_path: Path) -> None:
+    spec = {
+        "name": "tiny",
+        "base": {**TINY_BASE, "trainer": {**TINY_BASE["trainer"], "seed_parallel": 3}},
+        "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}},
+        "seeds": 3,
+        "heatmap_seeds": [1],
+    }
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(spec))
+    proc = subprocess.run(
+        ablate_cmd("sweep", "tiny.yaml", "--out", "runs", "--no-wandb"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = tmp_path / "runs" / "tiny"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["cells"]["complete"] == 6
+    log = (run / "logs" / "worker-0.log").read_text()
+    # Two groups of three seeds, one per variant.
+    assert "cells baseline/s0, baseline/s1, baseline/s2: done" in log
+    assert "cells no_pe/s0, no_pe/s1, no_pe/s2: done" in log
+    assert (run / "heatmaps" / "no_pe" / "seed1" / "heads.json").is_file()
+    # A cell of the group has the metrics of that seed trained alone.
+    base = TrainConfig.from_dict({**TINY_BASE, "seed": 2}).override({"model.pe": "none"})
+    alone = run_trial(base)
+    cell = json.loads((run / "cells" / "no_pe-s2" / "metrics.json").read_text())
+    assert cell["test/loss"] == pytest.approx(alone.metrics["test/loss"], abs=1e-4)

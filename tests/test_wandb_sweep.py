@@ -1,0 +1,195 @@
+"""W&B sweeps: the generated sweep configuration, and the command line the agent runs.
+
+No W&B server is reachable here, so the agent itself cannot run: the tests
+expand the sweep's command with W&B's own expansion of ``${args_no_hyphens}``
+and run it as ``wandb agent`` would, with W&B offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from wandb.sdk.launch.sweeps.utils import create_sweep_command_args
+
+from experiments.cli import main
+from experiments.spec import load_spec
+from sweeps.wandb_sweep import cell_from_args, sweep_config
+from tests.conftest import TINY_YAML
+
+SEARCH = {
+    "space": {
+        "optim.lr": {"low": 1e-4, "high": 1e-2, "log": True},
+        "optim.warmup_ratio": {"low": 0.0, "high": 0.2},
+        "model.d_ff": {"low": 16, "high": 64, "log": True},
+        "model.n_layers": {"low": 1, "high": 2},
+        "model.pool": {"choices": ["cls", "mean"]},
+    },
+    "metric": "val/loss",
+    "pruner": "hyperband",
+    "min_resource": 2,
+    "reduction_factor": 4,
+}
+
+
+def write_spec(tmp_path: Path, **extra: object) -> Path:
+    base = yaml.safe_load(TINY_YAML)
+    base["trainer"]["val_every"] = 2
+    spec = {
+        "name": "tiny",
+        "base": base,
+        "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}, "post_ln": {"model.norm": "post"}},
+        "seeds": [0, 1],
+        "profiles": {"cpu": {"trainer.max_steps": 3}},
+        **extra,
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def agent_argv(command: list[str], params: dict[str, object]) -> list[str]:
+    """The argv ``wandb agent`` builds (``Agent._command_run``), with this interpreter for ``python``."""
+    args = create_sweep_command_args({"args": {k: {"value": v} for k, v in params.items()}})
+    macros = {"env": ["/usr/bin/env"], "interpreter": [sys.executable], **args}
+    argv: list[str] = []
+    for chunk in command:
+        argv += macros[chunk[2:-1]] if chunk.startswith("${") and chunk.endswith("}") else [chunk]
+    return argv
+
+
+def test_grid_yaml_is_the_ablation_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_spec(tmp_path, search=SEARCH)
+    assert main(["wandb-sweep", str(path), "--profile", "cpu", "optim.lr=0.002"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    spec = load_spec(path, ["optim.lr=0.002"], profile="cpu")
+    expected = sweep_config(spec, str(path), method="grid", profile="cpu", overrides=["optim.lr=0.002"])
+    assert printed == expected
+    assert printed["method"] == "grid" and printed["name"] == "tiny"
+    assert printed["metric"] == {"name": "test/acc", "goal": "maximize"}
+    # Grid = variants x seeds: the search space and its pruner are not part of it.
+    assert printed["parameters"] == {
+        "variant": {"values": ["baseline", "no_pe", "post_ln"]},
+        "seed": {"values": [0, 1]},
+    }
+    assert "early_terminate" not in printed
+    command = printed["command"]
+    assert command[:7] == ["${env}", "${interpreter}", "-m", "experiments.cli", "train", "--spec", str(path)]
+    assert command[7:] == ["--profile", "cpu", "--no-progress", "optim.lr=0.002", "${args_no_hyphens}"]
+
+
+@pytest.mark.parametrize("method", ["random", "bayes"])
+def test_random_and_bayes_tune_the_search_block(tmp_path: Path, method: str) -> None:
+    spec = load_spec(write_spec(tmp_path, search=SEARCH))
+    config = sweep_config(spec, "tiny.yaml", method=method, profile=None, overrides=[])
+    assert config["method"] == method
+    assert config["metric"] == {"name": "val/loss", "goal": "minimize"}  # tune on validation
+    assert config["parameters"] == {
+        "variant": {"values": ["baseline", "no_pe", "post_ln"]},
+        "seed": {"values": [0, 1]},
+        "optim.lr": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-2},
+        "optim.warmup_ratio": {"distribution": "uniform", "min": 0.0, "max": 0.2},
+        "model.d_ff": {"distribution": "q_log_uniform_values", "min": 16, "max": 64, "q": 1},
+        "model.n_layers": {"distribution": "int_uniform", "min": 1, "max": 2},
+        "model.pool": {"values": ["cls", "mean"]},
+    }
+    assert config["early_terminate"] == {"type": "hyperband", "min_iter": 2, "eta": 4}
+    assert yaml.safe_load(yaml.safe_dump(config, sort_keys=False)) == config
+
+
+@pytest.mark.parametrize(
+    ("pruner", "expected"),
+    [("median", {"type": "hyperband", "min_iter": 3, "eta": 2}), ("none", None)],
+)
+def test_other_pruners(tmp_path: Path, pruner: str, expected: dict | None) -> None:
+    search = {**SEARCH, "pruner": pruner, "n_warmup_steps": 3}
+    spec = load_spec(write_spec(tmp_path, search=search))
+    config = sweep_config(spec, "tiny.yaml", method="random", profile=None, overrides=[])
+    assert config.get("early_terminate") == expected
+
+
+def test_choices_read_back_after_the_agent_writes_them(tmp_path: Path) -> None:
+    """W&B writes ``str(value)``: None and YAML-1.1 words must still arrive as themselves."""
+    search = {"space": {"data.source": {"choices": [None, "off"]}, "optim.eps": {"choices": [1e-5]}}}
+    spec = load_spec(write_spec(tmp_path, search=search))
+    params = sweep_config(spec, "tiny.yaml", method="random", profile=None, overrides=[])["parameters"]
+    assert params["data.source"] == {"values": ["null", '"off"']}
+    for wire, source in zip(params["data.source"]["values"], [None, "off"], strict=True):
+        drawn = {"variant": "no_pe", "seed": 1, "data.source": wire, "optim.eps": 1e-5}
+        argv = create_sweep_command_args({"args": {k: {"value": v} for k, v in drawn.items()}})
+        assert "optim.eps=1e-05" in argv["args_no_hyphens"]  # str(1e-5): a string to YAML 1.1
+        _, _, cfg = cell_from_args(spec, argv["args_no_hyphens"])
+        assert (cfg.data.source, cfg.optim.eps, cfg.model.pe, cfg.seed) == (source, 1e-5, "none", 1)
+
+
+def test_variant_keeps_its_own_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = load_spec(write_spec(tmp_path))
+    variant, seed, cfg = cell_from_args(spec, ["variant=no_pe", "model.pe=learned", "model.d_ff=48"])
+    assert (variant, seed, cfg.model.pe, cfg.model.d_ff) == ("no_pe", 0, "none", 48)  # default: first seed
+    assert "variant no_pe sets model.pe" in capsys.readouterr().err
+
+
+def test_random_without_search_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["wandb-sweep", str(write_spec(tmp_path)), "--method", "bayes"]) == 2
+    assert "has none; use --method grid" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "variant=NAME is required with tiny; choose one of baseline, no_pe, post_ln"),
+        (["variant=nope"], "no variant 'nope' in tiny; choose one of baseline, no_pe, post_ln"),
+        (["variant=no_pe", "seed=x"], "seed='x' must be an integer"),
+        (["variant=no_pe", "model.bogus=1"], "unknown config key 'model.bogus'"),
+    ],
+)
+def test_train_spec_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    out = tmp_path / "out"
+    assert main(["train", "--spec", str(write_spec(tmp_path)), *args, "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists() and not any(p.name.startswith(".out") for p in tmp_path.iterdir())
+
+
+def test_train_needs_config_or_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train"]) == 2
+    assert "needs a train CONFIG.yaml, or --spec" in capsys.readouterr().err
+    path = write_spec(tmp_path)
+    assert main(["train", str(path), "--spec", str(path), "variant=no_pe"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_agent_command_runs_one_grid_point(tmp_path: Path) -> None:
+    path = write_spec(tmp_path)
+    spec = load_spec(path, ["trainer.log_every=2"], profile="cpu")
+    config = sweep_config(spec, str(path), method="grid", profile="cpu", overrides=["trainer.log_every=2"])
+    argv = agent_argv(config["command"], {"variant": "no_pe", "seed": 1})
+    assert argv[-3:] == ["trainer.log_every=2", "variant=no_pe", "seed=1"]
+    env = {**os.environ, "WANDB_MODE": "offline", "ABLATE_CACHE": os.environ["ABLATE_CACHE"]}
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    (out,) = (tmp_path / "runs" / "tiny" / "wandb-sweep").iterdir()  # the default output folder
+    assert out.name.startswith("no_pe-s1-")
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert 0.0 <= metrics["test/acc"] <= 1.0 and metrics["steps"] == 3  # profile cpu: 3 steps
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    assert (cfg["model"]["pe"], cfg["seed"], cfg["trainer"]["log_every"]) == ("none", 1, 2)
+
+    (run_dir,) = (out / "wandb").glob("offline-run-*")
+    wandb_bin = Path(sys.executable).with_name("wandb")
+    inspect = subprocess.run(
+        [str(wandb_bin), "leet", "inspect", "--json", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    records = [json.loads(line) for line in inspect.stdout.splitlines() if line.startswith("{")]
+    (run,) = [r["run"] for r in records if r.get("type") == "run"]
+    assert (run["run_group"], run["display_name"], run["job_type"]) == ("no_pe", "no_pe-s1", "tiny")
