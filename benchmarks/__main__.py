@@ -10,6 +10,9 @@ Every ratio is measured side by side in one process, the two sides interleaved
 - ``lightning_vs_raw`` (target >= 0.95): ``run_trial``'s fit-loop steps/s / a plain PyTorch
   loop over the same LitClassifier, train loader, AdamW + schedule and clipping, at
   ``experiments/order.yaml`` with 300 steps; data cached first, validation excluded.
+- ``seed_parallel_speedup`` (target >= 2): member training steps/s of ``run_seed_parallel``
+  with K = 5 seeds / the same 5 seeds run one after another with ``run_trial``, fit loops only,
+  at ``experiments/order.yaml`` with 60 steps (``--k`` changes K).
 - ``cell_overhead`` (target <= 5 %): (wall time of a ``python -m experiments.cli train
   experiments/order.yaml --no-progress`` subprocess - its fit-loop time) / wall time; the fixed
   per-cell cost: process start, imports, data load from cache, Trainer setup, evaluation.
@@ -39,16 +42,22 @@ from benchmarks.cell import cell_overhead
 from benchmarks.encoder import encoder_vs_torch
 from benchmarks.gpu import gpu_throughput
 from benchmarks.loop import lightning_vs_raw
+from benchmarks.seed_parallel import seed_parallel_speedup
 from experiments.config import load_config
 from experiments.run import quiet_lightning
 
 CONFIG = "experiments/order.yaml"
-TARGETS = {"encoder_vs_torch": (">=", 1.0), "lightning_vs_raw": (">=", 0.95), "cell_overhead": ("<=", 0.05)}
+TARGETS = {
+    "encoder_vs_torch": (">=", 1.0),
+    "lightning_vs_raw": (">=", 0.95),
+    "seed_parallel_speedup": (">=", 2.0),
+    "cell_overhead": ("<=", 0.05),
+}
 # --quick: a small data set (generated in seconds into a fresh cache) and a few steps.
 QUICK_DATA = ["data.n_train=2000", "data.n_val=200", "data.n_test=200"]
 
 
-def run(quick: bool, threads: int) -> dict:
+def run(quick: bool, threads: int, k: int) -> dict:
     console = Console(stderr=True)
     quiet_lightning()
     torch.set_num_threads(threads)
@@ -71,6 +80,9 @@ def run(quick: bool, threads: int) -> dict:
     steps = 20 if quick else 300
     cfg = load_config(CONFIG, [*data, f"trainer.max_steps={steps}"])
     loop = lightning_vs_raw(cfg, rounds=2 if quick else 4)
+    console.print(f"seed_parallel_speedup (K={k}) ...")
+    sp_cfg = load_config(CONFIG, [*data, f"trainer.max_steps={5 if quick else 60}"])
+    sp = seed_parallel_speedup(sp_cfg, k=2 if quick else k, rounds=1 if quick else 3)
     console.print("cell_overhead ...")
     cell = cell_overhead(
         CONFIG, [*data, "trainer.max_steps=40", "trainer.val_every=20"] if quick else [], threads=threads
@@ -87,8 +99,14 @@ def run(quick: bool, threads: int) -> dict:
         {
             "encoder_vs_torch": enc["ratio"],
             "lightning_vs_raw": loop["ratio"],
+            "seed_parallel_speedup": sp["ratio"],
             "cell_overhead": cell["ratio"],
-            "details": {"encoder_vs_torch": enc, "lightning_vs_raw": loop, "cell_overhead": cell},
+            "details": {
+                "encoder_vs_torch": enc,
+                "lightning_vs_raw": loop,
+                "seed_parallel_speedup": sp,
+                "cell_overhead": cell,
+            },
             "memory": {
                 "train_process_peak_rss_mb": cell["peak_rss_mb"],
                 "benchmark_process_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -108,6 +126,9 @@ def print_table(r: dict) -> None:
     detail = {
         "encoder_vs_torch": f"{d['encoder_vs_torch']['ours_steps_s']:.1f} vs {d['encoder_vs_torch']['torch_steps_s']:.1f} steps/s",
         "lightning_vs_raw": f"{d['lightning_vs_raw']['lightning_steps_s']:.1f} vs {d['lightning_vs_raw']['raw_steps_s']:.1f} steps/s",
+        "seed_parallel_speedup": f"K={d['seed_parallel_speedup']['k']}: "
+        f"{d['seed_parallel_speedup']['stacked_member_steps_s']:.1f} vs "
+        f"{d['seed_parallel_speedup']['sequential_member_steps_s']:.1f} member-steps/s",
         "cell_overhead": f"{d['cell_overhead']['overhead_s']:.1f} s of {d['cell_overhead']['total_s']:.1f} s "
         f"(before fit {d['cell_overhead']['before_fit_s']:.1f} s, after {d['cell_overhead']['after_fit_s']:.1f} s)",
     }
@@ -146,9 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         help="torch threads (default 1: on a shared 2-core machine more threads only "
         "measure contention; a sweep worker gets cores // workers)",
     )
+    parser.add_argument("--k", type=int, default=5, help="members for seed_parallel_speedup (default 5)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    results = run(args.quick, args.threads)
+    results = run(args.quick, args.threads, args.k)
     results["wall_s"] = time.perf_counter() - t0
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -75,6 +75,8 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
     warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
     warnings.filterwarnings("ignore", message=".*anonymous setting has no effect.*")
+    # LitClassifier moves its own batches (lit_modules.classifier.move_batch), on purpose.
+    warnings.filterwarnings("ignore", message=".*overridden `transfer_batch_to_device`.*")
 
 
 def make_trainer(

@@ -28,6 +28,19 @@ def warmup_cosine(step: int, warmup: int, total: int, min_ratio: float) -> float
     return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+Batch = dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]
+
+
+def move_batch(batch: Batch, device: torch.device) -> Batch:
+    """The loaders build CPU tensors (pinned on a GPU machine): nothing to do on a CPU, and on a GPU
+    a non-blocking copy. Lightning's generic recursive walk costs about a millisecond per step."""
+    if device.type == "cpu":
+        return batch
+    if isinstance(batch, list):
+        return [move_batch(b, device) for b in batch]  # type: ignore[misc]
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
 def decay_groups(model: nn.Module) -> set[str]:
     """Names of the parameters AdamW decays: the matrices of linear layers. Embeddings,
     positional tables, [CLS], biases and LayerNorm are not decayed (as in GPT-2/BERT)."""
@@ -65,6 +78,9 @@ class LitClassifier(L.LightningModule):
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.model(batch["input_ids"], batch["attention_mask"]).logits
 
+    def transfer_batch_to_device(self, batch: Batch, device: torch.device, dataloader_idx: int) -> Batch:
+        return move_batch(batch, device)
+
     def model_step(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self(batch)  # (B, C)
         return F.cross_entropy(logits.float(), batch["labels"]), logits
@@ -77,20 +93,16 @@ class LitClassifier(L.LightningModule):
             self.diverged_at = self.global_step
             self.trainer.should_stop = True
             return None
-        self.metrics["train_m"].update(logits.detach(), batch["labels"])
-        # The logger writes train/loss only every log_every_n_steps, and each self.log call costs
-        # about a millisecond of Lightning bookkeeping (a few % of a small model's step): skip the rest.
+        # The logger writes only every log_every_n_steps, and each self.log call and metric update
+        # costs Lightning bookkeeping or a sync: log the loss and the accuracy of that step's batch.
         if (self.global_step + 1) % self.trainer.log_every_n_steps == 0:
-            self.log("train/loss", loss, on_step=True, batch_size=len(batch["labels"]))
-        return loss
-
-    def on_train_batch_end(self, outputs: object, batch: object, batch_idx: int) -> None:
-        # Metric compute costs a sync; only do it when the logger will write. A diverged step
-        # updated nothing, so there is nothing to compute (it would log a bogus 0 and warn).
-        if not self.diverged and (self.global_step % self.trainer.log_every_n_steps) == 0:
+            n = len(batch["labels"])
+            self.log("train/loss", loss, on_step=True, batch_size=n)
             metrics = self.metrics["train_m"]
-            self.log_dict({f"train/{k}": v for k, v in metrics.compute().items()})
+            values = metrics(logits.detach(), batch["labels"])  # this batch only
             metrics.reset()
+            self.log_dict({f"train/{k}": v for k, v in values.items()}, on_step=True, batch_size=n)
+        return loss
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         self._eval_step(batch, "val", "val_m")

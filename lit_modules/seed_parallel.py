@@ -23,7 +23,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
-from lit_modules.classifier import decay_groups, warmup_cosine
+from lit_modules.classifier import Batch, decay_groups, move_batch, warmup_cosine
 from lit_modules.config import ModelConfig, OptimConfig
 from lit_modules.encoder import EncoderClassifier
 
@@ -143,6 +143,9 @@ class LitSeedParallel(L.LightningModule):
         self.test_prefix = "test"
         self.results: list[dict[str, float]] = [{} for _ in range(K)]
         self.history: list[dict] = []  # {"step": s, "metrics": [{"val/acc": ...} per member]}
+
+    def transfer_batch_to_device(self, batch: Batch, device: torch.device, dataloader_idx: int) -> Batch:
+        return move_batch(batch, device)
 
     def training_step(self, batch: list[dict[str, Tensor]], batch_idx: int) -> Tensor:
         ids, mask, labels = stack_batches(batch)

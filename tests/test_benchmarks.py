@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-RATIOS = ("encoder_vs_torch", "lightning_vs_raw", "cell_overhead")
+RATIOS = ("encoder_vs_torch", "lightning_vs_raw", "seed_parallel_speedup", "cell_overhead")
 
 
 def positive_finite(x: object) -> bool:
@@ -42,6 +42,8 @@ def test_quick_benchmark_writes_every_ratio(tmp_path: Path) -> None:
         assert positive_finite(r["details"]["encoder_vs_torch"][name]), name
     for name in ("lightning_steps_s", "raw_steps_s", "ratio_of_pairs"):
         assert positive_finite(r["details"]["lightning_vs_raw"][name]), name
+    sp = r["details"]["seed_parallel_speedup"]
+    assert sp["k"] == 2 and positive_finite(sp["stacked_member_steps_s"])
     cell = r["details"]["cell_overhead"]
     for name in ("total_s", "fit_s", "overhead_s", "before_fit_s", "peak_rss_mb"):
         assert positive_finite(cell[name]), name
@@ -53,3 +55,23 @@ def test_quick_benchmark_writes_every_ratio(tmp_path: Path) -> None:
         for run in gpu["runs"]:
             assert positive_finite(run["tokens_s"]) and positive_finite(run["max_memory_allocated_mb"])
             assert run["mfu"] is None or positive_finite(run["mfu"])
+
+
+@pytest.mark.slow
+def test_gpu_check_smoke_runs_on_cpu(tmp_path: Path) -> None:
+    """The GPU check script itself (tiny, CPU): its seed-parallel and report paths run."""
+    out = tmp_path / "gpu_check.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.gpu_check", "--smoke", "--out", str(out)],
+        cwd=REPO,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert positive_finite(r["sequential_member_steps_s"])
+    assert [sp["k"] for sp in r["seed_parallel"]] == [2]
+    assert all(positive_finite(sp["speedup"]) for sp in r["seed_parallel"])
+    assert "seed-parallel K=2" in proc.stdout

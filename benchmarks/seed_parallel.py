@@ -1,0 +1,48 @@
+"""``seed_parallel_speedup``: K seeds trained together / the same K seeds trained one after another.
+
+Both sides are the real entry points (``run_seed_parallel`` and K x ``run_trial``) on one cached
+data set; only the fit loops are timed (``FitTimer``), so the ratio is training throughput.
+The rounds interleave the two sides (``benchmarks.timing``).
+"""
+
+from __future__ import annotations
+
+from benchmarks.loop import FitTimer
+from benchmarks.timing import interleave, summarize
+from datamodules import ClassificationDataModule
+from experiments.config import TrainConfig
+from experiments.run import run_seed_parallel, run_trial
+
+
+def sequential_steps_s(cfg: TrainConfig, dm: ClassificationDataModule, k: int) -> float:
+    """Member-steps per second of K runs one after another."""
+    train_s = steps = 0.0
+    for seed in range(k):
+        timer = FitTimer()
+        result = run_trial(cfg.override({"seed": seed}), datamodule=dm, callbacks=[timer])
+        train_s += timer.train_s
+        steps += result.steps
+    return steps / train_s
+
+
+def stacked_steps_s(cfg: TrainConfig, dm: ClassificationDataModule, k: int) -> float:
+    """Member-steps per second of one seed-parallel run of K members."""
+    timer = FitTimer()
+    results = run_seed_parallel(cfg, list(range(k)), callbacks=[timer], datamodule=dm)
+    return sum(r.steps for r in results) / timer.train_s
+
+
+def seed_parallel_speedup(cfg: TrainConfig, *, k: int, rounds: int) -> dict:
+    cfg = cfg.override({"trainer.val_every": 0})  # training throughput only
+    dm = ClassificationDataModule(cfg.data, shuffle_seed=cfg.seed)
+    dm.prepare_data()
+    dm.setup("fit")
+    stacked_steps_s(cfg.override({"trainer.max_steps": 5}), dm, k)  # warm up both paths
+    sequential_steps_s(cfg.override({"trainer.max_steps": 5}), dm, 1)
+    ra, rb = interleave(lambda: stacked_steps_s(cfg, dm, k), lambda: sequential_steps_s(cfg, dm, k), rounds)
+    return {
+        **summarize("stacked_member_steps_s", ra, "sequential_member_steps_s", rb),
+        "k": k,
+        "max_steps": cfg.trainer.max_steps,
+        "rounds": rounds,
+    }
