@@ -1,9 +1,11 @@
-"""``cell_overhead``: the fixed cost of one cell (process start, imports, data load from cache,
-Trainer setup, final evaluation, writing outputs) as a share of a small cell's wall time.
+"""``cell_overhead``: the fixed cost of cells (process start, imports, data load from cache,
+Trainer setup, writing outputs) as a share of the wall time, once per cell and once per sweep worker.
 
-The parent times a real ``python -m benchmarks.cell train CONFIG ... --no-progress --out DIR``
-subprocess end to end. That child *is* ``experiments.cli.main``, with only a ``FitTimer``
-callback attached to ``run_trial``, so it reports the fit-loop time (and its own peak RSS).
+The parent times a real ``python -m benchmarks.cell N train CONFIG ... --no-progress --out DIR``
+subprocess end to end. That child runs ``experiments.cli.main`` N times in one process, as a
+sweep worker runs its cells one after another, with only a ``FitTimer`` callback attached to
+``run_trial``; it reports each cell's fit-loop and final-evaluation time (and its peak RSS).
+Training and the final validation/test are the cell's work; everything else is overhead.
 """
 
 from __future__ import annotations
@@ -19,68 +21,66 @@ from pathlib import Path
 REPORT_ENV = "ABLATE_BENCH_CELL_REPORT"
 
 
-def cell_overhead(config: str, overrides: list[str], *, threads: int) -> dict:
+def cell_overhead(config: str, overrides: list[str], *, threads: int, cells: int = 1) -> dict:
     with tempfile.TemporaryDirectory(prefix="ablate-bench-cell-") as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [
-            sys.executable,
-            "-m",
-            "benchmarks.cell",
-            "train",
-            config,
-            *overrides,
-            "--no-progress",
-            "--out",
-            str(Path(tmp) / "run"),
-        ]
+        cmd = [sys.executable, "-m", "benchmarks.cell", str(cells), "train", config, *overrides]
+        cmd += ["--no-progress", "--out", str(Path(tmp) / "run")]
         env = {**os.environ, REPORT_ENV: str(report), "OMP_NUM_THREADS": str(threads)}
         t0 = time.time()
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
         total = time.time() - t0
         child = json.loads(report.read_text())
-    fit = child["fit_s"]
+    work = sum(c["fit_s"] + c["eval_s"] for c in child["cells"])
+    first = child["cells"][0]
+    # The first cell alone, process start and imports included: what one `ablate train` pays.
+    first_total = first["start"] + first["wall_s"] - t0
     return {
-        "ratio": (total - fit) / total,
+        "ratio": (total - work) / total,
+        "cells": cells,
         "total_s": total,
-        "fit_s": fit,
-        "fit_val_s": child["val_s"],
-        "overhead_s": total - fit,
-        "before_fit_s": child["fit_start"] - t0,  # process + imports + data load + model/Trainer setup
-        "after_fit_s": total - (child["fit_start"] - t0) - fit,  # evaluation, outputs, interpreter exit
-        "steps": child["steps"],
+        "fit_s": sum(c["fit_s"] for c in child["cells"]),
+        "eval_s": sum(c["eval_s"] for c in child["cells"]),
+        "overhead_s": total - work,
+        "single_cell_ratio": (first_total - first["fit_s"] - first["eval_s"]) / first_total,
+        "before_first_fit_s": first["fit_start"] - t0,  # process + imports + data load + setup
+        "per_cell_overhead_s": [round(c["wall_s"] - c["fit_s"] - c["eval_s"], 3) for c in child["cells"]],
+        "steps": first["steps"],
         "peak_rss_mb": child["peak_rss_mb"],
-        "command": " ".join(["python -m experiments.cli", *cmd[3:]]),
+        "command": " ".join(["python -m experiments.cli", *cmd[4:]]),
     }
 
 
 def _child(argv: list[str]) -> int:
-    """``experiments.cli.main(argv)`` with a FitTimer on ``run_trial``; writes the report file."""
+    """``experiments.cli.main(argv)`` ``argv[0]`` times with a FitTimer on ``run_trial``."""
     import resource
 
     import experiments.run
     from benchmarks.loop import FitTimer
     from experiments.cli import main
 
-    timer = FitTimer()
+    n, argv = int(argv[0]), argv[1:]
     run_trial = experiments.run.run_trial
-    state: dict = {}
+    cells: list[dict] = []
 
     def timed_run_trial(*args, callbacks=(), **kw):  # the CLI imports run_trial at call time
+        timer = FitTimer()
         result = run_trial(*args, callbacks=[*callbacks, timer], **kw)
-        state["steps"] = result.steps
+        eval_s = time.time() - timer.fit_start_wall - timer.fit_s  # validate + test after fit
+        cells.append({"fit_s": timer.fit_s, "fit_start": timer.fit_start_wall, "steps": result.steps})
+        cells[-1]["eval_s"] = eval_s
         return result
 
     experiments.run.run_trial = timed_run_trial
-    code = main(argv)
+    out = argv.index("--out") + 1
+    code = 0
+    for i in range(n):
+        start = time.time()
+        cell_argv = [*argv[:out], f"{argv[out]}-{i}", *argv[out + 1 :]]
+        code = code or main(cell_argv)
+        cells[-1].update(start=start, wall_s=time.time() - start)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    report = {
-        "fit_s": timer.fit_s,
-        "val_s": timer.val_s,
-        "fit_start": timer.fit_start_wall,
-        "steps": state.get("steps", 0),
-        "peak_rss_mb": peak_kb / 1024,
-    }
-    Path(os.environ[REPORT_ENV]).write_text(json.dumps(report))
+    Path(os.environ[REPORT_ENV]).write_text(json.dumps({"cells": cells, "peak_rss_mb": peak_kb / 1024}))
     return code
 
 

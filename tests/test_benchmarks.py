@@ -45,9 +45,12 @@ def test_quick_benchmark_writes_every_ratio(tmp_path: Path) -> None:
     sp = r["details"]["seed_parallel_speedup"]
     assert sp["k"] == 2 and positive_finite(sp["stacked_member_steps_s"])
     cell = r["details"]["cell_overhead"]
-    for name in ("total_s", "fit_s", "overhead_s", "before_fit_s", "peak_rss_mb"):
+    for name in ("total_s", "fit_s", "eval_s", "overhead_s", "before_first_fit_s", "peak_rss_mb"):
         assert positive_finite(cell[name]), name
-    assert cell["steps"] == 40 and cell["fit_s"] < cell["total_s"]
+    assert cell["cells"] == 2 and len(cell["per_cell_overhead_s"]) == 2
+    assert cell["steps"] == 40 and cell["fit_s"] + cell["eval_s"] < cell["total_s"]
+    # The second cell in the same process pays no imports: the amortized share is smaller.
+    assert cell["ratio"] < cell["single_cell_ratio"]
     assert positive_finite(r["memory"]["train_process_peak_rss_mb"])
     gpu = r["gpu"]
     assert isinstance(gpu["available"], bool)
