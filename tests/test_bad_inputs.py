@@ -86,7 +86,8 @@ CASES: dict[str, Case] = {
     ),
     "seed-parallel-zero": Case(["trainer.seed_parallel=0"], ["trainer.seed_parallel must be >= 1, got 0"]),
     "seed-parallel-with-compile": Case(
-        ["trainer.seed_parallel=2", "trainer.compile=true"], ["trainer.compile is not supported", "choose one"]
+        ["trainer.seed_parallel=2", "trainer.compile=true"],
+        ["trainer.compile is not supported", "choose one"],
     ),
     "override-without-equals": Case(["model.n_heads"], ["'model.n_heads' is not of the form key=value"]),
     # --- config files ------------------------------------------------------------------------

@@ -1,0 +1,166 @@
+"""``ablate dashboard``: optuna-dashboard on a finished sweep answers over HTTP with the
+study's trials, their params and the heatmap artifacts; bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, ablate_cmd
+from tests.test_sweep import run_sweep, write_spec
+
+SEEDS, HEATMAP_SEED = 2, 1
+VARIANTS = ("baseline", "no_pe")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished tiny sweep: 2 variants x 2 seeds, heatmaps (artifacts) for seed 1."""
+    tmp = tmp_path_factory.mktemp("dashboard")
+    write_spec(tmp, seeds=SEEDS, heatmap_seeds=[HEATMAP_SEED])
+    proc = run_sweep(tmp, "--no-wandb")
+    assert proc.returncode == 0, proc.stderr
+    return tmp / "runs" / "tiny"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url: str, timeout: float = 10) -> tuple[int, str, bytes]:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.status, resp.headers.get_content_type(), resp.read()
+
+
+def get_json(url: str) -> Any:
+    status, _, body = get(url)
+    assert status == 200, url
+    return json.loads(body)
+
+
+@pytest.fixture
+def server(run_dir: Path, tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen, Path]]:
+    """``ablate dashboard RUN --port P`` as a real process, once it answers; stopped in any case."""
+    port = free_port()
+    log = tmp_path / "dashboard.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            ablate_cmd("dashboard", str(run_dir), "--port", str(port)),
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            # Ctrl-C must reach Python even when pytest itself runs with SIGINT ignored.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, f"dashboard exited {proc.returncode}:\n{log.read_text()}"
+            try:
+                get(f"{base}/api/meta", timeout=2)
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                assert time.monotonic() < deadline, f"no answer in 60 s:\n{log.read_text()}"
+                time.sleep(0.5)
+        yield base, proc, log
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def test_dashboard_serves_the_study_trials_and_heatmaps(server: tuple[str, subprocess.Popen, Path]) -> None:
+    base, proc, log = server
+    studies = get_json(f"{base}/api/studies")["study_summaries"]
+    by_name = {s["study_name"]: s for s in studies}
+    assert "tiny" in by_name, by_name.keys()
+    study_id = by_name["tiny"]["study_id"]
+
+    detail = get_json(f"{base}/api/studies/{study_id}")
+    trials = detail["trials"]
+    assert len(trials) == len(VARIANTS) * SEEDS
+    cells = set()
+    for t in trials:
+        params = {p["name"]: p["param_external_value"] for p in t["params"]}
+        assert set(params) == {"variant", "seed"}
+        cells.add((params["variant"], int(params["seed"])))
+        assert t["state"] == "Complete"
+        attrs = {a["key"] for a in t["user_attrs"]}
+        assert {"cell", "metrics", "diverged", "config"} <= attrs
+        files = sorted(a["filename"] for a in t["artifacts"])
+        if int(params["seed"]) == HEATMAP_SEED:
+            assert {"layer0.png", "layer1.png", "attention.npz", "heads.json"} <= set(files), files
+        else:
+            assert files == []
+    assert cells == {(v, s) for v in VARIANTS for s in range(SEEDS)}
+
+    # A heatmap PNG comes back through the dashboard's artifact route.
+    t = next(t for t in trials if t["artifacts"])
+    png = next(a for a in t["artifacts"] if a["filename"] == "layer0.png")
+    status, ctype, body = get(f"{base}/artifacts/{study_id}/{t['trial_id']}/{png['artifact_id']}")
+    assert (status, ctype) == (200, "image/png") and body.startswith(b"\x89PNG")
+
+    status, ctype, body = get(f"{base}/dashboard/")
+    assert (status, ctype) == (200, "text/html") and b"Optuna Dashboard" in body
+
+    # Ctrl-C stops the server cleanly.
+    proc.send_signal(signal.SIGINT)
+    try:
+        rc = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running 30 s after SIGINT:\n{log.read_text()}")
+    assert rc == 130 and "Traceback" not in log.read_text(), log.read_text()
+
+
+def test_port_in_use_is_a_usage_error(run_dir: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run(
+            ablate_cmd("dashboard", str(run_dir), "--port", str(port)),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 2 and f"port {port} is in use; pass --port" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda tmp: tmp / "nonexistent", "not a sweep run folder: no spec.json"),
+        (lambda tmp: tmp, "not a sweep run folder: no spec.json"),
+        (lambda tmp: (tmp / "spec.json").write_text('{"name": "tiny"}') and tmp, "no study.db in"),
+    ],
+    ids=["missing-folder", "folder-without-spec", "spec-without-study"],
+)
+def test_not_a_run_folder_exits_2(tmp_path: Path, make: Any, message: str) -> None:
+    run_dir = make(tmp_path)
+    proc = subprocess.run(
+        ablate_cmd("dashboard", str(run_dir), "--port", str(free_port())),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and str(run_dir) in proc.stderr
