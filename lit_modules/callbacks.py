@@ -186,6 +186,7 @@ def _plot_layer(
         if show:
             ax.set_xticklabels(labels, rotation=90, fontsize=fontsize)
             ax.set_yticklabels(labels, fontsize=fontsize)
-    fig.suptitle(f"{title} (keys on x, queries on y; H = entropy in nats, probe mean)", fontsize=9)
+    # Two lines: one head's figure is narrower than the whole sentence.
+    fig.suptitle(f"{title}\n(keys on x, queries on y; H = entropy in nats, probe mean)", fontsize=9)
     fig.colorbar(image, ax=axes, shrink=0.8)
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")

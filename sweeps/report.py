@@ -27,7 +27,7 @@ CELL_COLUMNS = ("variant", "seed", "state", "diverged", "wall_s", "trial", "wand
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child{text-align:left}.gallery{display:flex;gap:1em;flex-wrap:wrap}
-figure{margin:0;max-width:420px}figure img{max-width:100%}figcaption{font-size:12px}
+figure{margin:0;max-width:100%}figure img{max-width:100%}figcaption{font-size:12px}
 .warn{color:#a40}.small{font-size:12px;color:#555}"""
 
 
