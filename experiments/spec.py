@@ -69,7 +69,8 @@ class SearchSpec:
     # Seeds the TPE sampler and is the training seed of every search trial.
     seed: int = 0
     pruner: Literal["median", "hyperband", "none"] = "median"
-    # median: no pruning before this many trials finished / this many validations
+    # median: never prune in the first n_startup_trials trials, nor at a trial's first
+    # n_warmup_steps validations (validations are numbered 1, 2, ... every trainer.val_every steps)
     # hyperband: min_resource (validations) and reduction_factor
     n_startup_trials: int = 4
     n_warmup_steps: int = 1

@@ -131,7 +131,7 @@ def early_terminate(search: SearchSpec) -> dict[str, Any] | None:
     ``trainer.val_every`` steps: the unit of ``ablate search``'s pruner steps.
     ``hyperband`` maps one to one (min_resource -> min_iter, reduction_factor
     -> eta). ``median`` (stop a trial below the median of earlier trials at the
-    same validation, from validation ``n_warmup_steps`` on) becomes hyperband
+    same validation, after the first ``n_warmup_steps`` validations) becomes hyperband
     with eta 2: a run outside the top half at validations min_iter x 2^k is
     stopped, i.e. the median rule at geometrically spaced validations; W&B has
     no ``n_startup_trials``.
@@ -139,7 +139,7 @@ def early_terminate(search: SearchSpec) -> dict[str, Any] | None:
     if search.pruner == "hyperband":
         return {"type": "hyperband", "min_iter": search.min_resource, "eta": search.reduction_factor}
     if search.pruner == "median":
-        return {"type": "hyperband", "min_iter": max(1, search.n_warmup_steps), "eta": 2}
+        return {"type": "hyperband", "min_iter": search.n_warmup_steps + 1, "eta": 2}
     return None
 
 

@@ -104,7 +104,7 @@ def test_random_and_bayes_tune_the_search_block(tmp_path: Path, method: str) -> 
 
 @pytest.mark.parametrize(
     ("pruner", "expected"),
-    [("median", {"type": "hyperband", "min_iter": 3, "eta": 2}), ("none", None)],
+    [("median", {"type": "hyperband", "min_iter": 4, "eta": 2}), ("none", None)],
 )
 def test_other_pruners(tmp_path: Path, pruner: str, expected: dict | None) -> None:
     search = {**SEARCH, "pruner": pruner, "n_warmup_steps": 3}
