@@ -185,7 +185,9 @@ class LitSeedParallel(L.LightningModule):
         labels = batch["labels"]
         for k, metrics in enumerate(self.eval_metrics):
             metrics.update(logits[k], labels)
-        self.loss_sum += torch.stack([F.cross_entropy(lg.float(), labels, reduction="sum") for lg in logits])
+        K, B, C = logits.shape
+        losses = F.cross_entropy(logits.float().reshape(K * B, C), labels.repeat(K), reduction="none")
+        self.loss_sum += losses.view(K, B).sum(1)
         self.n_eval += len(labels)
 
     def on_validation_epoch_end(self) -> None:
