@@ -162,8 +162,12 @@ def work(
         except BaseException as err:  # Ctrl-C, SystemExit from Lightning, or a bug
             interrupted = isinstance(err, (KeyboardInterrupt, SystemExit))
             key = "interrupted" if interrupted else "error"
+            try:
+                told = finished(store, trials)
+            except Exception:  # the storage may be gone; heartbeats will expire the trials
+                told = set()
             for t in trials:
-                if t.number in finished(store, trials):
+                if t.number in told:
                     continue
                 try:
                     t.set_user_attr(key, "interrupted" if interrupted else f"{type(err).__name__}: {err}")
