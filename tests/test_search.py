@@ -12,6 +12,7 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
+from experiments import cli
 from experiments.spec import spec_from_dict, spec_from_resolved
 from lit_modules.config import ConfigError
 from sweeps.search import distributions, tuned_spec
@@ -113,14 +114,14 @@ def run_search(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_search_prunes_counts_exactly_resumes_and_evaluates(tmp_path: Path) -> None:
+def test_search_prunes_counts_exactly_evaluates_and_resumes(tmp_path: Path) -> None:
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(RAW))
     proc = run_search(tmp_path, "--workers", "2", "--then-evaluate")
     assert proc.returncode == 0, proc.stderr[-3000:]
     storage = open_storage(sqlite_url(tmp_path / "runs" / "tiny-search" / "study.db"))
     states = {}
     for variant in RAW["variants"]:
-        trials = optuna.load_study(study_name=f"tiny.search.{variant}", storage=storage).get_trials()
+        trials = trials_of(storage, variant)
         states[variant] = [t.state for t in trials]
         # Two workers, five trials each: never a sixth, none lost.
         assert len(trials) == 5 and all(
@@ -146,19 +147,17 @@ def test_search_prunes_counts_exactly_resumes_and_evaluates(tmp_path: Path) -> N
     assert report["tuned"]["no_warmup"]["optim.lr"] == pytest.approx(best["no_warmup"]["optim.lr"])
     assert "Tuned parameters" in (tuned_dir / "report.md").read_text()
 
-    # Rerunning resumes: nothing new is trained, the same best parameters come back.
-    again = run_search(tmp_path, "--workers", "2")
-    assert again.returncode == 0, again.stderr[-3000:]
-    for variant in RAW["variants"]:
-        assert len(optuna.load_study(study_name=f"tiny.search.{variant}", storage=storage).get_trials()) == 5
-    assert (
-        json.loads((tmp_path / "runs" / "tiny-search" / "search.json").read_text())["variants"]
-        == summary["variants"]
-    )
-    # More trials later: the studies grow by exactly the difference.
-    more = run_search(tmp_path, "--trials", "6", "--variants", "no_warmup")
+    # Rerunning resumes: the finished trials are kept and only the difference runs.
+    before = {v: [t.params for t in trials_of(storage, v)] for v in RAW["variants"]}
+    more = run_search(tmp_path, "--trials", "6")
     assert more.returncode == 0, more.stderr[-3000:]
-    assert len(optuna.load_study(study_name="tiny.search.no_warmup", storage=storage).get_trials()) == 6
+    for variant in RAW["variants"]:
+        trials = trials_of(storage, variant)
+        assert len(trials) == 6 and [t.params for t in trials[:5]] == before[variant]
+
+
+def trials_of(storage, variant: str) -> list:
+    return optuna.load_study(study_name=f"tiny.search.{variant}", storage=storage).get_trials()
 
 
 @pytest.mark.parametrize(
@@ -169,14 +168,24 @@ def test_search_prunes_counts_exactly_resumes_and_evaluates(tmp_path: Path) -> N
         (["--trials", "0"], "--trials must be >= 1"),
     ],
 )
-def test_search_bad_arguments(tmp_path: Path, args: list[str], message: str) -> None:
+def test_search_bad_arguments(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    args: list[str],
+    message: str,
+) -> None:
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(RAW))
-    proc = run_search(tmp_path, *args)
-    assert proc.returncode == 2 and message in proc.stderr
+    monkeypatch.chdir(tmp_path)  # in-process: these fail before anything is imported or run
+    assert cli.main(["search", "tiny.yaml", "--out", "runs", *args]) == 2
+    assert message in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
 
 
-def test_search_without_a_search_block(tmp_path: Path) -> None:
+def test_search_without_a_search_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump({k: v for k, v in RAW.items() if k != "search"}))
-    proc = run_search(tmp_path)
-    assert proc.returncode == 2 and "has no 'search' block" in proc.stderr
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["search", "tiny.yaml"]) == 2
+    assert "has no 'search' block" in capsys.readouterr().err
