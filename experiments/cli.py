@@ -126,6 +126,8 @@ def _sweep_one(spec_path: Path, overrides: list[str], args: argparse.Namespace, 
 
 
 def print_summary(summary: dict, run_dir: Path) -> None:
+    from sweeps.report import params_text
+
     metric = summary["metric"]
     table = Table(title=f"{summary['experiment']}: {metric} over seeds ({run_dir})")
     for col in (
@@ -167,7 +169,7 @@ def print_summary(summary: dict, run_dir: Path) -> None:
             markup=False,
         )
     for name, params in (summary.get("tuned") or {}).items():
-        console.print(f"tuned {name}: " + ", ".join(f"{k}={p}" for k, p in params.items()), markup=False)
+        console.print(f"tuned {name}: {params_text(params)}", markup=False)
     console.print(f"report: {run_dir / 'report.html'}", markup=False)
 
 
@@ -177,15 +179,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def print_search(summary: dict, run_dir: Path) -> None:
+    from sweeps.report import params_text
+
     metric = summary["metric"]
     table = Table(title=f"{summary['experiment']}: search on {metric} ({run_dir})")
     for col in ("variant", "complete", "pruned", "failed", f"best {metric}", "best parameters"):
         table.add_column(col, justify="left" if col in ("variant", "best parameters") else "right")
     for name, v in summary["variants"].items():
-        params = ", ".join(
-            f"{k}={p:.3g}" if isinstance(p, float) else f"{k}={p}"
-            for k, p in (v["best_params"] or {}).items()
-        )
+        params = params_text(v["best_params"] or {})
         best = "-" if v["best_value"] is None else f"{v['best_value']:.4f}"
         table.add_row(name, str(v["complete"]), str(v["pruned"]), str(v["errors"]), best, params or "-")
     out_console.print(table)

@@ -52,6 +52,11 @@ def fmt(x: float | None, spec: str = ".4g") -> str:
     return "–" if x is None else format(x, spec)
 
 
+def params_text(params: dict[str, Any]) -> str:
+    """``optim.lr=0.001295, model.norm=post``: floats to 4 significant digits."""
+    return ", ".join(f"{k}={p:.4g}" if isinstance(p, float) else f"{k}={p}" for k, p in params.items())
+
+
 def plot_metric(summary: dict[str, Any], rows: list[dict[str, Any]]) -> bytes:
     """PNG of the metric per variant: a box plot plus one point per seed (diverged seeds as red x)."""
     names = list(summary["variants"])
@@ -186,9 +191,7 @@ def _markdown(summary: dict[str, Any], heads: dict[str, Any], tuned: dict[str, A
         lines.append("")
     if tuned:
         lines += ["## Tuned parameters", ""]
-        lines += [
-            f"- {name}: " + ", ".join(f"{k}={p}" for k, p in params.items()) for name, params in tuned.items()
-        ]
+        lines += [f"- {name}: {params_text(params)}" for name, params in tuned.items()]
         lines.append("")
     return "\n".join(lines)
 
@@ -266,7 +269,7 @@ def _html(
             "<h2>Tuned parameters</h2>"
             + _table_html(
                 ["variant", "parameters"],
-                [[n, ", ".join(f"{k}={p}" for k, p in ps.items())] for n, ps in tuned.items()],
+                [[n, params_text(ps)] for n, ps in tuned.items()],
             )
         )
     body.append(_gallery_html(run_dir, list(summary["variants"]), heads))
