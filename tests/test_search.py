@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import optuna
@@ -189,3 +192,43 @@ def test_search_without_a_search_block(
     monkeypatch.chdir(tmp_path)
     assert cli.main(["search", "tiny.yaml"]) == 2
     assert "has no 'search' block" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_killed_search_worker_then_resume(tmp_path: Path) -> None:
+    """kill -9 a search worker mid-trial: finished trials are kept, the killed one is asked again."""
+    raw = {**RAW, "base": {**BASE, "trainer": {"max_steps": 150, "log_every": 50}}}
+    raw["search"] = {**SEARCH, "trials": 3, "pruner": "none"}
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(raw))
+    run_dir = tmp_path / "runs" / "tiny-search"
+    args = ["--variants", "baseline", "--heartbeat", "1", "--grace", "3", "--no-wandb", "--out", "runs"]
+    driver = subprocess.Popen(
+        ablate_cmd("search", "tiny.yaml", *args), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    storage = None
+    killed = None
+    deadline = time.time() + 240
+    while time.time() < deadline and killed is None:
+        time.sleep(0.5)
+        if not (run_dir / "spec.json").exists():  # written once the studies exist
+            continue
+        storage = storage or open_storage(sqlite_url(run_dir / "study.db"))
+        trials = trials_of(storage, "baseline")
+        running = [t.number for t in trials if t.state == TrialState.RUNNING]
+        if running and any(t.state == TrialState.COMPLETE for t in trials):
+            children = subprocess.run(["pgrep", "-P", str(driver.pid)], capture_output=True, text=True)
+            for pid in children.stdout.split():  # the driver's worker processes
+                os.kill(int(pid), signal.SIGKILL)
+            killed = running[0]
+    assert killed is not None, "no trial was running in time"
+    driver.communicate(timeout=60)
+    before = {t.number: t.params for t in trials_of(storage, "baseline") if t.state == TrialState.COMPLETE}
+
+    proc = subprocess.run(
+        ablate_cmd("search", "tiny.yaml", *args), cwd=tmp_path, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = trials_of(storage, "baseline")
+    complete = {t.number: t.params for t in after if t.state == TrialState.COMPLETE}
+    assert len(complete) == 3 and all(complete[n] == p for n, p in before.items())  # kept
+    assert [t.state for t in after if t.number == killed] == [TrialState.FAIL]  # failed by heartbeat
