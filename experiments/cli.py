@@ -13,12 +13,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from lit_modules.config import ConfigError
+
+if TYPE_CHECKING:
+    from experiments.spec import ExperimentSpec
 
 console = Console(stderr=True)
 # Tables stay readable when stdout is a file or a pipe (rich would assume 80 columns).
@@ -103,12 +106,16 @@ def _sweep_one(spec_path: Path, overrides: list[str], args: argparse.Namespace, 
     from experiments.spec import load_spec
 
     spec = load_spec(spec_path, overrides, profile=profile)
+    return run_grid(spec, Path(args.out or "runs") / spec.name, args)
+
+
+def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> dict:
+    """``ablate sweep``'s grid with the command line's worker and W&B options; prints the summary."""
     import optuna
 
     from sweeps.grid import sweep
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    run_dir = Path(args.out or "runs") / spec.name
     console.print(
         f"[bold]{spec.name}[/]: {len(spec.variants)} variants x {len(spec.seeds)} seeds -> {run_dir}"
     )
@@ -231,23 +238,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     )
     print_search(summary, run_dir)
     if args.then_evaluate:
-        from sweeps.grid import sweep
-
         tuned = tuned_spec(spec, summary)
-        tuned_dir = out / tuned.name
-        console.print(
-            f"[bold]{tuned.name}[/]: {len(tuned.variants)} tuned variants x {len(tuned.seeds)} seeds"
-        )
-        result = sweep(
-            tuned,
-            tuned_dir,
-            storage=args.storage,
-            workers=args.workers,
-            use_wandb=not args.no_wandb,
-            heartbeat_s=args.heartbeat,
-            grace_s=args.grace,
-        )
-        print_summary(result, tuned_dir)
+        run_grid(tuned, out / tuned.name, args)
     return 0
 
 

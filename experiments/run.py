@@ -123,6 +123,21 @@ def _setup(
     return dm
 
 
+def evaluate(trainer: L.Trainer, lit: L.LightningModule, dm: ClassificationDataModule) -> dict[str, float]:
+    """Validation, test and (if the data has one) the long test split; the logged metrics."""
+    metrics: dict[str, float] = {}
+    splits = [("val", dm.val_dataloader()), ("test", dm.test_dataloader())]
+    if "test_long" in dm.splits:
+        splits.append(("test_long", dm.dataloader("test_long")))
+    for prefix, loader in splits:
+        lit.test_prefix = prefix
+        run = trainer.validate if prefix == "val" else trainer.test
+        for found in run(lit, dataloaders=loader, verbose=False):
+            metrics.update(found)
+    lit.test_prefix = "test"
+    return metrics
+
+
 def run_trial(
     cfg: TrainConfig,
     out_dir: str | Path | None = None,
@@ -153,16 +168,7 @@ def run_trial(
         lit.model = torch.compile(lit.model)
     trainer = make_trainer(cfg, out_dir, progress=progress, logger=logger, callbacks=callbacks)
     trainer.fit(lit, datamodule=dm)
-    metrics: dict[str, float] = {}
-    for found in trainer.validate(lit, datamodule=dm, verbose=False):
-        metrics.update(found)
-    for found in trainer.test(lit, datamodule=dm, verbose=False):
-        metrics.update(found)
-    if "test_long" in dm.splits:
-        lit.test_prefix = "test_long"
-        for found in trainer.test(lit, dataloaders=dm.dataloader("test_long"), verbose=False):
-            metrics.update(found)
-        lit.test_prefix = "test"
+    metrics = evaluate(trainer, lit, dm)
     result = TrialResult(
         metrics={k: float(v) for k, v in sorted(metrics.items())},
         diverged=lit.diverged,
@@ -211,11 +217,7 @@ def run_seed_parallel(
     # A list of loaders: Lightning zips them, so a training batch is one batch per member.
     loaders = [dm.dataloader("train", shuffle=True, seed=s) for s in seeds]
     trainer.fit(lit, train_dataloaders=loaders, val_dataloaders=dm.val_dataloader())
-    trainer.validate(lit, dataloaders=dm.val_dataloader(), verbose=False)
-    trainer.test(lit, dataloaders=dm.test_dataloader(), verbose=False)
-    if "test_long" in dm.splits:
-        lit.test_prefix = "test_long"
-        trainer.test(lit, dataloaders=dm.dataloader("test_long"), verbose=False)
+    evaluate(trainer, lit, dm)  # per-member results land in lit.results
     wall = time.perf_counter() - start
     diverged, diverged_at = lit.diverged.tolist(), lit.diverged_at.tolist()
     results = []

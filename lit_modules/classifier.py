@@ -47,6 +47,23 @@ def decay_groups(model: nn.Module) -> set[str]:
     return {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Linear)}
 
 
+def adamw_warmup_cosine(
+    params: dict[str, nn.Parameter], decayed: set[str], cfg: OptimConfig, max_steps: int
+) -> dict:
+    """AdamW with two groups (weight decay only on ``decayed``) and a per-step warmup-cosine
+    schedule, as ``configure_optimizers`` returns them."""
+    groups = [
+        {"params": [p for n, p in params.items() if n in decayed], "weight_decay": cfg.weight_decay},
+        {"params": [p for n, p in params.items() if n not in decayed], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
+    warmup = round(cfg.warmup_ratio * max_steps)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: warmup_cosine(step, warmup, max_steps, cfg.min_lr_ratio)
+    )
+    return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+
 class LitClassifier(L.LightningModule):
     def __init__(
         self,
@@ -120,16 +137,5 @@ class LitClassifier(L.LightningModule):
         self.log_dict({f"{prefix}/{k}": m for k, m in metrics.items()}, on_epoch=True, batch_size=n)
 
     def configure_optimizers(self) -> dict:
-        cfg = self.optim_cfg
-        decayed = decay_groups(self.model)
         params = dict(self.model.named_parameters())
-        groups = [
-            {"params": [p for n, p in params.items() if n in decayed], "weight_decay": cfg.weight_decay},
-            {"params": [p for n, p in params.items() if n not in decayed], "weight_decay": 0.0},
-        ]
-        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
-        warmup = round(cfg.warmup_ratio * self.max_steps)
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: warmup_cosine(step, warmup, self.max_steps, cfg.min_lr_ratio)
-        )
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        return adamw_warmup_cosine(params, decay_groups(self.model), self.optim_cfg, self.max_steps)

@@ -23,7 +23,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
-from lit_modules.classifier import Batch, decay_groups, move_batch, warmup_cosine
+from lit_modules.classifier import Batch, adamw_warmup_cosine, decay_groups, move_batch
 from lit_modules.config import ModelConfig, OptimConfig
 from lit_modules.encoder import EncoderClassifier
 
@@ -215,16 +215,6 @@ class LitSeedParallel(L.LightningModule):
                 result.update(values)
 
     def configure_optimizers(self) -> dict:
-        cfg = self.optim_cfg
-        decayed = decay_groups(self.model._template[0])
         params = dict(zip(self.model.names, self.model.weights, strict=True))
-        groups = [
-            {"params": [p for n, p in params.items() if n in decayed], "weight_decay": cfg.weight_decay},
-            {"params": [p for n, p in params.items() if n not in decayed], "weight_decay": 0.0},
-        ]
-        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
-        warmup = round(cfg.warmup_ratio * self.max_steps)
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: warmup_cosine(step, warmup, self.max_steps, cfg.min_lr_ratio)
-        )
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        decayed = decay_groups(self.model._template[0])  # the same names as one member's
+        return adamw_warmup_cosine(params, decayed, self.optim_cfg, self.max_steps)
