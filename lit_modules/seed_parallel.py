@@ -53,10 +53,6 @@ class StackedEncoder(nn.Module):
             )
         self._template = [template]  # a list: not a submodule, its meta weights are never used
 
-    @property
-    def n_members(self) -> int:
-        return self.weights[0].shape[0]
-
     def train(self, mode: bool = True) -> StackedEncoder:
         super().train(mode)
         self._template[0].train(mode)  # dropout on/off follows this module
