@@ -215,7 +215,8 @@ def test_killed_search_worker_then_resume(tmp_path: Path) -> None:
         storage = storage or open_storage(sqlite_url(run_dir / "study.db"))
         trials = trials_of(storage, "baseline")
         running = [t.number for t in trials if t.state == TrialState.RUNNING]
-        if running and any(t.state == TrialState.COMPLETE for t in trials):
+        # One of three done: a trial is still waiting even if this one ends while we look.
+        if running and sum(t.state == TrialState.COMPLETE for t in trials) == 1:
             children = subprocess.run(["pgrep", "-P", str(driver.pid)], capture_output=True, text=True)
             for pid in children.stdout.split():  # the driver's worker processes
                 os.kill(int(pid), signal.SIGKILL)
