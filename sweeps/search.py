@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import math
+import signal
 import sys
 import time
 import traceback
@@ -248,6 +249,10 @@ def work(store: SearchStore) -> int:
             log.info("%s trial %d: %s", variant, trial.number, outcome)
         except BaseException as err:  # Ctrl-C, SystemExit from Lightning, or a bug
             interrupted = isinstance(err, (KeyboardInterrupt, SystemExit))
+            if interrupted:
+                # Ctrl-C reaches a worker twice (the terminal's and the driver's): a second
+                # KeyboardInterrupt here would leave the trial RUNNING until its heartbeat expires.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
                 if not interrupted:
                     trial.set_user_attr("error", f"{type(err).__name__}: {err}")

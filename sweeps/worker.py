@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import shutil
+import signal
 import sys
 import time
 import traceback
@@ -161,6 +162,10 @@ def work(
             log.info("cells %s: done", cells)
         except BaseException as err:  # Ctrl-C, SystemExit from Lightning, or a bug
             interrupted = isinstance(err, (KeyboardInterrupt, SystemExit))
+            if interrupted:
+                # Ctrl-C reaches a worker twice (the terminal's and the driver's): a second
+                # KeyboardInterrupt here would leave the trial RUNNING until its heartbeat expires.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             key = "interrupted" if interrupted else "error"
             try:
                 told = finished(store, trials)

@@ -110,6 +110,9 @@ def test_sigint_stops_cleanly_then_resumes(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # As in a terminal: a shell without job control (nohup, `cmd &`, some CI runners) starts
+        # background jobs with SIGINT ignored, and Python then never raises KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 240
     while time.time() < deadline:
