@@ -47,6 +47,16 @@ def decay_groups(model: nn.Module) -> set[str]:
     return {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Linear)}
 
 
+def classification_metrics(n_classes: int) -> MetricCollection:
+    """What every stage reports: accuracy and macro-F1."""
+    return MetricCollection(
+        {
+            "acc": MulticlassAccuracy(num_classes=n_classes, average="micro"),
+            "f1": MulticlassF1Score(num_classes=n_classes, average="macro"),
+        }
+    )
+
+
 def adamw_warmup_cosine(
     params: dict[str, nn.Parameter], decayed: set[str], cfg: OptimConfig, max_steps: int
 ) -> dict:
@@ -79,12 +89,7 @@ class LitClassifier(L.LightningModule):
         self.optim_cfg = optim_cfg
         self.max_steps = max_steps
         self.model = EncoderClassifier(model_cfg, vocab_size=vocab_size, n_classes=n_classes)
-        metrics = MetricCollection(
-            {
-                "acc": MulticlassAccuracy(num_classes=n_classes, average="micro"),
-                "f1": MulticlassF1Score(num_classes=n_classes, average="macro"),
-            }
-        )
+        metrics = classification_metrics(n_classes)
         # "train" is an nn.Module method name, so the keys carry a suffix.
         self.metrics = nn.ModuleDict({f"{s}_m": metrics.clone() for s in ("train", "val", "test")})
         self.diverged = False

@@ -20,10 +20,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
-from torchmetrics import MetricCollection
-from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
-from lit_modules.classifier import Batch, adamw_warmup_cosine, decay_groups, move_batch
+from lit_modules.classifier import (
+    Batch,
+    adamw_warmup_cosine,
+    classification_metrics,
+    decay_groups,
+    move_batch,
+)
 from lit_modules.config import ModelConfig, OptimConfig
 from lit_modules.encoder import EncoderClassifier
 
@@ -125,13 +129,7 @@ class LitSeedParallel(L.LightningModule):
         self.optim_cfg, self.max_steps, self.seeds = optim_cfg, max_steps, list(seeds)
         self.model = StackedEncoder(model_cfg, vocab_size=vocab_size, n_classes=n_classes, seeds=seeds)
         K = len(seeds)
-        metrics = MetricCollection(
-            {
-                "acc": MulticlassAccuracy(num_classes=n_classes, average="micro"),
-                "f1": MulticlassF1Score(num_classes=n_classes, average="macro"),
-            }
-        )
-        self.eval_metrics = nn.ModuleList(metrics.clone() for _ in range(K))
+        self.eval_metrics = nn.ModuleList(classification_metrics(n_classes) for _ in range(K))
         self.register_buffer("diverged", torch.zeros(K, dtype=torch.bool), persistent=False)
         self.register_buffer("diverged_at", torch.full((K,), -1, dtype=torch.long), persistent=False)
         self.register_buffer("loss_sum", torch.zeros(K), persistent=False)

@@ -1,0 +1,96 @@
+"""The tables ``ablate`` prints: one run's metrics, a sweep's statistics, a search's bests.
+
+stdout holds the tables (readable when piped: rich would assume 80 columns); stderr the notes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console(stderr=True)
+out_console = Console() if Console().is_terminal else Console(width=160)
+
+
+def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
+    """One column per run (several for seed-parallel training); diverged runs are named."""
+    table = Table(title=f"{results[0][1].config.data.task}: {out}")
+    table.add_column("metric")
+    for name, _ in results:
+        table.add_column(name, justify="right")
+    rows = [r.to_dict() for _, r in results]
+    for key in rows[0]:
+        cells = [row.get(key) for row in rows]
+        table.add_row(key, *(f"{v:.4f}" if isinstance(v, float) else str(v) for v in cells))
+    out_console.print(table)
+    for name, result in results:
+        if result.diverged:
+            console.print(
+                f"[yellow]{name}: run diverged (non-finite loss) at step {result.steps}; "
+                "recorded in metrics.json"
+            )
+
+
+def print_summary(summary: dict, run_dir: Path) -> None:
+    from sweeps.report import params_text
+
+    metric = summary["metric"]
+    table = Table(title=f"{summary['experiment']}: {metric} over seeds ({run_dir})")
+    for col in (
+        "variant",
+        "n",
+        "div",
+        "median",
+        "IQR",
+        "min-max",
+        "Δ median [95% CI]",
+        "p (MWU)",
+        "P(improve)",
+    ):
+        table.add_column(col, justify="left" if col == "variant" else "right")
+
+    def f(x: float | None, spec: str = ".3f") -> str:
+        return "-" if x is None else format(x, spec)
+
+    for name, v in summary["variants"].items():
+        ci = v["ci95"]
+        delta = f(v["delta_median"], "+.3f") + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
+        table.add_row(
+            name + (" (baseline)" if name == summary["baseline"] else ""),
+            str(v["n"]),
+            str(v["n_diverged"]),
+            f(v["median"]),
+            f"{f(v['q1'])}-{f(v['q3'])}",
+            f"{f(v['min'])}-{f(v['max'])}",
+            delta,
+            f(v["p_value"], ".3g"),
+            f(v["p_improve"], ".2f"),
+        )
+    out_console.print(table)
+    cells = summary["cells"]
+    if cells["complete"] < cells["total"]:
+        console.print(
+            f"[yellow]partial: {cells['complete']}/{cells['total']} cells complete; missing: "
+            + ", ".join(cells["missing"]),
+            markup=False,
+        )
+    for name, params in (summary.get("tuned") or {}).items():
+        console.print(f"tuned {name}: {params_text(params)}", markup=False)
+    console.print(f"report: {run_dir / 'report.html'}", markup=False)
+
+
+def print_search(summary: dict, run_dir: Path) -> None:
+    from sweeps.report import params_text
+
+    metric = summary["metric"]
+    table = Table(title=f"{summary['experiment']}: search on {metric} ({run_dir})")
+    for col in ("variant", "complete", "pruned", "failed", f"best {metric}", "best parameters"):
+        table.add_column(col, justify="left" if col in ("variant", "best parameters") else "right")
+    for name, v in summary["variants"].items():
+        params = params_text(v["best_params"] or {})
+        best = "-" if v["best_value"] is None else f"{v['best_value']:.4f}"
+        table.add_row(name, str(v["complete"]), str(v["pruned"]), str(v["errors"]), best, params or "-")
+    out_console.print(table)
