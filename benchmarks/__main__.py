@@ -10,7 +10,7 @@ Every ratio is measured side by side in one process, the two sides interleaved
 - ``lightning_vs_raw`` (target >= 0.95): ``run_trial``'s fit-loop steps/s / a plain PyTorch
   loop over the same LitClassifier, train loader, AdamW + schedule and clipping, at
   ``experiments/order.yaml`` with 300 steps; data cached first, validation excluded.
-- ``seed_parallel_speedup`` (target >= 2): member training steps/s of ``run_seed_parallel``
+- ``seed_parallel_speedup`` (target >= 2): member training steps/s of ``run_cells`` with ``trainer.seed_parallel=K``
   with K = 5 seeds / the same 5 seeds run one after another with ``run_trial``, fit loops only,
   at ``experiments/order.yaml`` with 60 steps (``--k`` changes K).
 - ``cell_overhead`` (target <= 5 %): (wall time of one process that runs ``ablate train

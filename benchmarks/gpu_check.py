@@ -3,7 +3,7 @@
 Prints and writes (``--out``, JSON):
 - tokens/s and MFU of the bf16-autocast training step at batch 64 and 1024 (``benchmarks.gpu``);
 - which fused SDPA kernels accept the encoder's key mask in bf16 (flash, memory-efficient);
-- the seed-parallel speed-up of real Lightning runs: member-steps/s of ``run_seed_parallel``
+- the seed-parallel speed-up of real Lightning runs: member-steps/s of ``run_cells`` with ``trainer.seed_parallel=K``
   with K = 8 and 32 / member-steps/s of ``run_trial`` runs one after another (``--sequential``
   of them: the sequential rate does not depend on K);
 - the cost of ``trainer.compile=true`` (fit time with and without, same steps).

@@ -21,7 +21,7 @@ from benchmarks.timing import interleave, summarize
 from datamodules import ClassificationDataModule
 from experiments.config import TrainConfig
 from experiments.run import run_trial
-from lit_modules.classifier import LitClassifier
+from lit_modules.classifier import LitClassifier, dropout_keys, train_losses
 
 
 class FitTimer(Callback):
@@ -69,6 +69,7 @@ def raw_steps_s(cfg: TrainConfig, dm: ClassificationDataModule) -> float:
         vocab_size=dm.vocab_size,
         n_classes=dm.n_classes,
         max_steps=cfg.trainer.max_steps,
+        seed=cfg.seed,
     )
     opt_cfg = lit.configure_optimizers()
     optimizer, schedule = opt_cfg["optimizer"], opt_cfg["lr_scheduler"]["scheduler"]
@@ -81,7 +82,9 @@ def raw_steps_s(cfg: TrainConfig, dm: ClassificationDataModule) -> float:
     try:
         while steps < cfg.trainer.max_steps:
             for batch in dm.train_dataloader():
-                loss, _ = lit.model_step(batch)
+                key = dropout_keys(lit.seed_t, steps)[0]  # the same keyed dropout as training_step
+                logits = lit.model(batch["input_ids"], batch["attention_mask"], key=key).logits
+                loss = train_losses(logits, batch["labels"])
                 if not torch.isfinite(loss):
                     break
                 loss.backward()

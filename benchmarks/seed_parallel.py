@@ -1,6 +1,6 @@
 """``seed_parallel_speedup``: K seeds trained together / the same K seeds trained one after another.
 
-Both sides are the real entry points (``run_seed_parallel`` and K x ``run_trial``) on one cached
+Both sides are the one cell runner, ``run_cells``, with ``trainer.seed_parallel`` K and 1, on one cached
 data set; only the fit loops are timed (``FitTimer``), so the ratio is training throughput.
 The rounds interleave the two sides (``benchmarks.timing``).
 """
@@ -11,15 +11,16 @@ from benchmarks.loop import FitTimer
 from benchmarks.timing import interleave, summarize
 from datamodules import ClassificationDataModule
 from experiments.config import TrainConfig
-from experiments.run import run_seed_parallel, run_trial
+from experiments.run import run_cells
 
 
 def sequential_steps_s(cfg: TrainConfig, dm: ClassificationDataModule, k: int) -> float:
     """Member-steps per second of K runs one after another."""
+    cfg = cfg.override({"trainer.seed_parallel": 1})
     train_s = steps = 0.0
     for seed in range(k):
-        timer = FitTimer()
-        result = run_trial(cfg.override({"seed": seed}), datamodule=dm, callbacks=[timer])
+        timer = FitTimer()  # one fit each
+        (result,) = run_cells(cfg, [seed], callbacks=[timer], datamodule=dm)
         train_s += timer.train_s
         steps += result.steps
     return steps / train_s
@@ -28,7 +29,9 @@ def sequential_steps_s(cfg: TrainConfig, dm: ClassificationDataModule, k: int) -
 def stacked_steps_s(cfg: TrainConfig, dm: ClassificationDataModule, k: int) -> float:
     """Member-steps per second of one seed-parallel run of K members."""
     timer = FitTimer()
-    results = run_seed_parallel(cfg, list(range(k)), callbacks=[timer], datamodule=dm)
+    results = run_cells(
+        cfg.override({"trainer.seed_parallel": k}), range(k), callbacks=[timer], datamodule=dm
+    )
     return sum(r.steps for r in results) / timer.train_s
 
 

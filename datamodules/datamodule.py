@@ -173,6 +173,10 @@ class ClassificationDataModule(L.LightningDataModule):
             pin_memory=torch.cuda.is_available(),
         )
 
+    def longest(self, split: str) -> int:
+        """The longest example of ``split`` in tokens: a length fixed by the data alone."""
+        return int(self._examples[split].lengths.max())
+
     def train_dataloader(self) -> DataLoader:
         return self.dataloader("train", shuffle=True)
 

@@ -43,17 +43,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     with atomic_dir(out) as tmp:
         from lightning.pytorch.loggers import CSVLogger
 
-        from experiments.run import run_seed_parallel, run_trial
+        from experiments.run import run_cells
 
-        if cfg.trainer.seed_parallel > 1:  # seed, seed+1, ... in one model; one folder each
-            seeds = list(range(cfg.seed, cfg.seed + cfg.trainer.seed_parallel))
-            results = run_seed_parallel(
-                cfg, seeds, [tmp / f"seed{s}" for s in seeds], progress=not args.no_progress
-            )
-            named = [(f"seed{s}", r) for s, r in zip(seeds, results, strict=True)]
-        else:
-            logger = CSVLogger(tmp, name="", version="")
-            named = [("value", run_trial(cfg, tmp, progress=not args.no_progress, logger=logger))]
+        # trainer.seed_parallel=K trains seed..seed+K-1 (one folder each); K=1 the one seed.
+        seeds = list(range(cfg.seed, cfg.seed + cfg.trainer.seed_parallel))
+        dirs = [tmp] if len(seeds) == 1 else [tmp / f"seed{s}" for s in seeds]
+        loggers = [CSVLogger(d, name="", version="") for d in dirs]
+        results = run_cells(cfg, seeds, dirs, progress=not args.no_progress, loggers=loggers)
+        named = (
+            [("value", results[0])]
+            if len(seeds) == 1
+            else [(f"seed{s}", r) for s, r in zip(seeds, results, strict=True)]
+        )
     print_results(out, named)
     return 0
 

@@ -36,10 +36,15 @@ class TrainerConfig:
     log_every: int = 50
     # torch.compile the encoder (GPU; costs seconds of compile time per run).
     compile: bool = False
-    # Train this many seeds of one configuration together as one vectorized model
-    # (lit_modules/seed_parallel.py): a sweep groups a variant's cells, `ablate train`
-    # trains seed, seed+1, ... Each member's result is its own cell.
+    # 1: every seed trains alone. K > 1: seeds train in stacks of at most K as one vectorized
+    # model (lit_modules/seed_parallel.py), every entry point alike: `ablate train` trains
+    # seed..seed+K-1, a sweep worker stacks up to K waiting cells of one variant, the W&B agent
+    # and a search trial a stack of one. A member's result does not depend on its stack; the
+    # path (1 or > 1) is part of the configuration, as the two agree only to float tolerance.
     seed_parallel: int = 1
+    # Intra-op CPU threads of a cell (torch.set_num_threads): the thread count changes the float
+    # reduction order, so it is part of the configuration, set the same by every entry point.
+    cpu_threads: int = 1
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -48,6 +53,7 @@ class TrainerConfig:
         require(self.devices >= 1, f"trainer.devices must be >= 1, got {self.devices}")
         require(self.log_every >= 1, f"trainer.log_every must be >= 1, got {self.log_every}")
         require(self.seed_parallel >= 1, f"trainer.seed_parallel must be >= 1, got {self.seed_parallel}")
+        require(self.cpu_threads >= 1, f"trainer.cpu_threads must be >= 1, got {self.cpu_threads}")
         require(
             not (self.compile and self.seed_parallel > 1),
             "trainer.compile is not supported with trainer.seed_parallel > 1 (torch.compile of a vmapped "

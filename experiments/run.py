@@ -1,7 +1,16 @@
-"""``run_trial``: the one function that trains and evaluates a configuration.
+"""``run_cells``: the one function that trains and evaluates (configuration, seeds).
 
-The train command, every sweep worker and the W&B agent call it; there is no
-second training loop.
+``ablate train``, every sweep worker, the W&B agent command and search trials call it
+(``run_trial`` is its one-seed form). It alone decides how the seeds train:
+
+- ``trainer.seed_parallel == 1``: each seed alone, ``LitClassifier``;
+- ``trainer.seed_parallel == K > 1``: in groups of at most K, each group one stacked model
+  (``LitSeedParallel``); a group of one is a stack of one.
+
+A cell's number depends on (config, seed) only: the group a seed lands in changes nothing
+(bit-identical on CPU, tested), and ``trainer.cpu_threads`` fixes the float reduction order.
+The path (single or stacked) is part of the configuration (``trainer.seed_parallel``):
+the two paths agree to float tolerance over short runs, not to the bit over thousands of steps.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from experiments.config import TrainConfig
 from experiments.io import write_json, write_yaml
 from lit_modules.classifier import LitClassifier
 from lit_modules.config import ConfigError
+from lit_modules.seed_parallel import LitSeedParallel, MemberLogger, member_metrics
 
 
 @dataclass
@@ -115,6 +125,9 @@ def _setup(
 ) -> ClassificationDataModule:
     check_lengths(cfg)
     quiet_lightning()
+    # Part of the cell's configuration: the CPU thread count changes float reduction order, and
+    # over thousands of steps that changes results (lookup single_head seed 3: 0.799 vs 0.947).
+    torch.set_num_threads(cfg.trainer.cpu_threads)
     dm = datamodule or ClassificationDataModule(cfg.data, shuffle_seed=shuffle_seed)
     dm.prepare_data()
     dm.setup("fit")
@@ -124,7 +137,8 @@ def _setup(
 
 
 def evaluate(trainer: L.Trainer, lit: L.LightningModule, dm: ClassificationDataModule) -> dict[str, float]:
-    """Validation, test and (if the data has one) the long test split; the logged metrics."""
+    """Validation, test and (if the data has one) the long test split; the logged metrics
+    (a stack logs ``name@k`` per member: ``member_metrics`` splits them)."""
     metrics: dict[str, float] = {}
     splits = [("val", dm.val_dataloader()), ("test", dm.test_dataloader())]
     if "test_long" in dm.splits:
@@ -138,104 +152,115 @@ def evaluate(trainer: L.Trainer, lit: L.LightningModule, dm: ClassificationDataM
     return metrics
 
 
-def run_trial(
-    cfg: TrainConfig,
-    out_dir: str | Path | None = None,
-    *,
-    progress: bool = False,
-    logger: Logger | bool = False,
-    callbacks: Sequence[Callback] = (),
-    datamodule: ClassificationDataModule | None = None,
-) -> TrialResult:
-    """Build data, model and Trainer from ``cfg``; train, validate, test.
-
-    With ``out_dir`` the resolved config, ``metrics.json`` and the tokenizer
-    are written there. The seed fixes model init, data order and dropout;
-    ``cfg.data.seed`` alone fixes the data set.
-    """
-    start = time.perf_counter()
-    dm = _setup(cfg, cfg.seed, datamodule)
-    # Seed after data preparation so init does not depend on what data loading drew.
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
-    lit = LitClassifier(
-        cfg.model,
-        cfg.optim,
-        vocab_size=dm.vocab_size,
-        n_classes=dm.n_classes,
-        max_steps=cfg.trainer.max_steps,
-    )
-    if cfg.trainer.compile:
-        lit.model = torch.compile(lit.model)
-    trainer = make_trainer(cfg, out_dir, progress=progress, logger=logger, callbacks=callbacks)
-    trainer.fit(lit, datamodule=dm)
-    metrics = evaluate(trainer, lit, dm)
-    result = TrialResult(
-        metrics={k: float(v) for k, v in sorted(metrics.items())},
-        diverged=lit.diverged,
-        steps=trainer.global_step,
-        wall_s=time.perf_counter() - start,
-        config=cfg,
-    )
-    result.extras.update(lit=lit, model=lit.model, datamodule=dm)
-    if out_dir is not None:
-        out = Path(out_dir)
-        write_yaml(out / "config.yaml", cfg.to_dict())
-        write_json(out / "metrics.json", result.to_dict())
-        dm.save_tokenizer(out)
-    return result
-
-
-def run_seed_parallel(
+def run_cells(
     cfg: TrainConfig,
     seeds: Sequence[int],
     out_dirs: Sequence[str | Path] | None = None,
     *,
     progress: bool = False,
+    loggers: Sequence[Logger | None] | None = None,
     callbacks: Sequence[Callback] = (),
     datamodule: ClassificationDataModule | None = None,
 ) -> list[TrialResult]:
-    """Train ``cfg`` for every seed at once as one vectorized model; one result per seed.
+    """Train and evaluate ``cfg`` once per seed; one ``TrialResult`` per seed, in order.
 
-    Member k gets what ``run_trial(cfg with seed=seeds[k])`` gets: its init, its data order,
-    its clipping and divergence; with dropout 0 the same weights to float tolerance (tested).
-    ``wall_s`` of each result is its share of the joint run.
+    ``out_dirs[i]`` and ``loggers[i]`` belong to ``seeds[i]``: each gets the resolved config,
+    ``metrics.json`` and the tokenizer, and its own curves. The seed fixes model init, data order
+    and dropout; ``cfg.data.seed`` alone fixes the data set.
     """
-    from lit_modules.seed_parallel import LitSeedParallel
-
     seeds = list(seeds)
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"seeds must be distinct, got {seeds}")
+    k = cfg.trainer.seed_parallel
+    results: list[TrialResult] = []
+    for i in range(0, len(seeds), k):
+        part = slice(i, i + k)
+        results += _train_group(
+            cfg,
+            seeds[part],
+            list(out_dirs[part]) if out_dirs is not None else None,
+            list(loggers[part]) if loggers is not None else [None] * len(seeds[part]),
+            progress=progress,
+            callbacks=callbacks,
+            datamodule=datamodule,
+        )
+    return results
+
+
+def run_trial(
+    cfg: TrainConfig,
+    out_dir: str | Path | None = None,
+    *,
+    progress: bool = False,
+    logger: Logger | None = None,
+    callbacks: Sequence[Callback] = (),
+    datamodule: ClassificationDataModule | None = None,
+) -> TrialResult:
+    """One cell, ``(cfg, cfg.seed)``: ``run_cells`` with one seed."""
+    (result,) = run_cells(
+        cfg,
+        [cfg.seed],
+        None if out_dir is None else [out_dir],
+        progress=progress,
+        loggers=[logger],
+        callbacks=callbacks,
+        datamodule=datamodule,
+    )
+    return result
+
+
+def _train_group(
+    cfg: TrainConfig,
+    seeds: list[int],
+    out_dirs: list[str | Path] | None,
+    loggers: list[Logger | None],
+    *,
+    progress: bool,
+    callbacks: Sequence[Callback],
+    datamodule: ClassificationDataModule | None,
+) -> list[TrialResult]:
     start = time.perf_counter()
     dm = _setup(cfg, seeds[0], datamodule)
-    lit = LitSeedParallel(
-        cfg.model,
-        cfg.optim,
-        vocab_size=dm.vocab_size,
-        n_classes=dm.n_classes,
-        max_steps=cfg.trainer.max_steps,
-        seeds=seeds,
+    sizes = {"vocab_size": dm.vocab_size, "n_classes": dm.n_classes, "max_steps": cfg.trainer.max_steps}
+    train = [dm.dataloader("train", shuffle=True, seed=s) for s in seeds]  # one data order per seed
+    stacked = cfg.trainer.seed_parallel > 1
+    lit: LitClassifier | LitSeedParallel
+    if not stacked:
+        # Seed after data preparation so init does not depend on what data loading drew.
+        L.seed_everything(seeds[0], workers=True, verbose=False)
+        lit = LitClassifier(cfg.model, cfg.optim, **sizes, seed=seeds[0])
+        if cfg.trainer.compile:
+            lit.model = torch.compile(lit.model)
+        logger: Logger | list[Logger] | bool = loggers[0] or False
+    else:
+        lit = LitSeedParallel(cfg.model, cfg.optim, **sizes, seeds=seeds, pad_to=dm.longest("train"))
+        logger = [MemberLogger(lg, k) for k, lg in enumerate(loggers) if lg] or False
+    trainer = make_trainer(
+        cfg,
+        out_dirs[0] if out_dirs and not stacked else None,
+        progress=progress,
+        logger=logger,
+        callbacks=callbacks,
+        clip=not stacked,  # the stack clips per member itself
     )
-    trainer = make_trainer(cfg, None, progress=progress, logger=False, callbacks=callbacks, clip=False)
-    # A list of loaders: Lightning zips them, so a training batch is one batch per member.
-    loaders = [dm.dataloader("train", shuffle=True, seed=s) for s in seeds]
-    trainer.fit(lit, train_dataloaders=loaders, val_dataloaders=dm.val_dataloader())
-    evaluate(trainer, lit, dm)  # per-member results land in lit.results
+    # A list of loaders: Lightning zips them, so a stacked training batch is one batch per member.
+    trainer.fit(lit, train_dataloaders=train if stacked else train[0], val_dataloaders=dm.val_dataloader())
+    members = member_metrics(evaluate(trainer, lit, dm), len(seeds))
     wall = time.perf_counter() - start
-    diverged, diverged_at = lit.diverged.tolist(), lit.diverged_at.tolist()
     results = []
-    for k, seed in enumerate(seeds):
+    for k, (seed, metrics, diverged_at) in enumerate(zip(seeds, members, lit.diverged_steps(), strict=True)):
         result = TrialResult(
-            metrics=dict(sorted(lit.results[k].items())),
-            diverged=diverged[k],
-            steps=diverged_at[k] if diverged[k] else trainer.global_step,
+            metrics={name: float(v) for name, v in sorted(metrics.items())},
+            diverged=diverged_at is not None,
+            steps=trainer.global_step if diverged_at is None else diverged_at,
             wall_s=wall / len(seeds),
             config=cfg.override({"seed": seed}),
         )
-        curve = [{"step": h["step"], **h["metrics"][k]} for h in lit.history]
-        result.extras.update(model=lit.model.member(k), datamodule=dm, curve=curve)
+        result.extras.update(model=lit.member_model(k), datamodule=dm)
         if out_dirs is not None:
             out = Path(out_dirs[k])
             write_yaml(out / "config.yaml", result.config.to_dict())
             write_json(out / "metrics.json", result.to_dict())
-            write_json(out / "val_curve.json", curve)
             dm.save_tokenizer(out)
         results.append(result)
     return results

@@ -265,6 +265,10 @@ def _search(raw: Any, base: TrainConfig, where: str) -> SearchSpec:
     return SearchSpec(space=space, metric=metric, direction=direction, pruner=pruner, **ints)
 
 
+# How cells train, not what they measure: one value per study, never a variant's.
+STUDY_WIDE = ("trainer.seed_parallel", "trainer.cpu_threads")
+
+
 def spec_from_dict(
     raw: dict[str, Any],
     *,
@@ -318,6 +322,12 @@ def spec_from_dict(
         ov = parse_overrides(ov or {}) if isinstance(ov, (dict, list, type(None))) else None
         require(ov is not None, f"{where}variant {vname!r} must map dotted keys to values")
         require("seed" not in ov, f"{where}variant {vname!r} sets 'seed'; seeds come from the spec's seeds")
+        shared = sorted(set(ov) & set(STUDY_WIDE))
+        require(
+            not shared,
+            f"{where}variant {vname!r} sets {', '.join(shared)}: every cell of a study trains on the same "
+            "path and numerics; set it in the base, the spec's overrides or on the command line",
+        )
         try:
             cfg = base.override(ov)
         except ConfigError as err:

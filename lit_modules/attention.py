@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lit_modules.config import ModelConfig
+from lit_modules.dropout import KeyedDropout
 from lit_modules.positional import PositionalEncoding
 
 
@@ -24,7 +25,7 @@ class MultiHeadAttention(nn.Module):
         self.n_heads = cfg.n_heads
         self.head_dim = cfg.head_dim
         self.scale = 1.0 / math.sqrt(cfg.head_dim)
-        self.attn_dropout = cfg.attn_dropout
+        self.attn_dropout = KeyedDropout(cfg.attn_dropout)
         self.use_sdpa = cfg.attn_impl == "sdpa"
         # Packed q, k, v projections in that order, like torch's in_proj_weight.
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
@@ -38,8 +39,10 @@ class MultiHeadAttention(nn.Module):
         *,
         need_weights: bool = False,
         head_mask: Tensor | None = None,
+        key: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """x: (B, L, D); keep: (B, L) bool, True = real token; head_mask: (H,) float.
+        """x: (B, L, D); keep: (B, L) bool, True = real token; head_mask: (H,) float;
+        key: the dropout key (lit_modules/dropout.py).
 
         Returns the output (B, L, D) and, with ``need_weights``, the probabilities (B, H, L, L).
         """
@@ -55,10 +58,12 @@ class MultiHeadAttention(nn.Module):
         keep = keep | ~keep.any(dim=1, keepdim=True)  # (B, L)
         key_keep = keep[:, None, None, :]  # (B, 1, 1, L): broadcast over heads and queries
         bias = pos.bias(L, x.device, q.dtype)  # (H, L, L) or None
-        dropout_p = self.attn_dropout if self.training else 0.0
-
+        # The fused kernels draw dropout from torch's global generator: with a dropout key
+        # (training with attention dropout) the explicit path applies the keyed mask instead.
+        keyed_dropout = self.training and self.attn_dropout.p > 0 and key is not None
         probs: Tensor | None = None
-        if self.use_sdpa and not need_weights:
+        if self.use_sdpa and not need_weights and not keyed_dropout:
+            dropout_p = self.attn_dropout.p if self.training else 0.0
             # bool (B, 1, 1, L), True = may attend; with ALiBi one float mask (B, H, L, L) holds both.
             mask = key_keep if bias is None else bias[None].masked_fill(~key_keep, float("-inf"))
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
@@ -68,7 +73,7 @@ class MultiHeadAttention(nn.Module):
                 scores = scores + bias
             scores = scores.masked_fill(~key_keep, float("-inf"))
             probs = scores.softmax(dim=-1)  # (B, H, L, L), rows sum to 1, 0 on padded keys
-            y = F.dropout(probs, p=dropout_p) @ v  # (B, H, L, Dh)
+            y = self.attn_dropout(probs, key) @ v  # (B, H, L, Dh)
 
         if head_mask is not None:
             # Michel et al. 2019: scale (e.g. zero) each head's output before the projection.

@@ -74,6 +74,24 @@ def adamw_warmup_cosine(
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
+def train_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the batch (the last two dims of logits (..., B, C)): a scalar for
+    one model, (K,) for a stack. Both Lightning systems compute their losses here.
+
+    One reduction per member: a reduction over everything but the member dim takes another
+    kernel (another summation order) when there is one member, and a stack of one must give
+    the bits of any other stack.
+    """
+    per_example = F.cross_entropy(logits.float().flatten(0, -2), labels.flatten(), reduction="none")
+    rows = per_example.view(-1, labels.shape[-1])  # (K, B)
+    return torch.stack([row.mean() for row in rows]).view(labels.shape[:-1])
+
+
+def dropout_keys(seeds: torch.Tensor, step: int) -> torch.Tensor:
+    """(K,) seeds -> (K, 2) int64 dropout keys (seed, step): lit_modules/dropout.py."""
+    return torch.stack([seeds, torch.full_like(seeds, step)], dim=-1)
+
+
 class LitClassifier(L.LightningModule):
     def __init__(
         self,
@@ -83,11 +101,15 @@ class LitClassifier(L.LightningModule):
         vocab_size: int,
         n_classes: int,
         max_steps: int,
+        seed: int,
     ) -> None:
         super().__init__()
         self.model_cfg = model_cfg
         self.optim_cfg = optim_cfg
         self.max_steps = max_steps
+        self.seeds = [seed]
+        # The run seed keys the dropout masks (with the step); a buffer, so it follows the device.
+        self.register_buffer("seed_t", torch.tensor([seed], dtype=torch.int64), persistent=False)
         self.model = EncoderClassifier(model_cfg, vocab_size=vocab_size, n_classes=n_classes)
         metrics = classification_metrics(n_classes)
         # "train" is an nn.Module method name, so the keys carry a suffix.
@@ -100,6 +122,14 @@ class LitClassifier(L.LightningModule):
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.model(batch["input_ids"], batch["attention_mask"]).logits
 
+    def member_model(self, k: int) -> EncoderClassifier:
+        """The trained model of seed ``self.seeds[k]`` (one seed here; the stack has K)."""
+        return self.model
+
+    def diverged_steps(self) -> list[int | None]:
+        """Per seed: the step whose loss was not finite, or None."""
+        return [self.diverged_at]
+
     def transfer_batch_to_device(self, batch: Batch, device: torch.device, dataloader_idx: int) -> Batch:
         return move_batch(batch, device)
 
@@ -108,9 +138,12 @@ class LitClassifier(L.LightningModule):
         return F.cross_entropy(logits.float(), batch["labels"]), logits
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor | None:
-        loss, logits = self.model_step(batch)
+        key = dropout_keys(self.seed_t, self.global_step)[0]
+        logits = self.model(batch["input_ids"], batch["attention_mask"], key=key).logits  # (B, C)
+        loss = self.train_losses(logits, batch["labels"])
         if not torch.isfinite(loss):
-            # Record and stop cleanly: returning None skips this optimizer step.
+            # The divergence rule (both paths): the weights stay at their last finite state and the
+            # run stops; returning None skips this step's backward and optimizer step.
             self.diverged = True
             self.diverged_at = self.global_step
             self.trainer.should_stop = True
@@ -125,6 +158,9 @@ class LitClassifier(L.LightningModule):
             metrics.reset()
             self.log_dict({f"train/{k}": v for k, v in values.items()}, on_step=True, batch_size=n)
         return loss
+
+    def train_losses(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return train_losses(logits, labels)
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         self._eval_step(batch, "val", "val_m")

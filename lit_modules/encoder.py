@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from lit_modules.attention import MultiHeadAttention
 from lit_modules.config import ModelConfig
+from lit_modules.dropout import KeyedDropout, number_sites
 from lit_modules.positional import POSITIONAL, PositionalEncoding
 
 # String-keyed activations, as in Hugging Face's ACT2FN. GELU is the exact (erf) form, like torch's.
@@ -29,11 +30,11 @@ class FeedForward(nn.Module):
         super().__init__()
         self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff)
         self.act = ACTIVATIONS[cfg.activation]()
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = KeyedDropout(cfg.dropout)
         self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return self.fc2(self.dropout(self.act(self.fc1(x))))
+    def forward(self, x: Tensor, key: Tensor | None = None) -> Tensor:
+        return self.fc2(self.dropout(self.act(self.fc1(x)), key))
 
 
 class EncoderBlock(nn.Module):
@@ -46,7 +47,9 @@ class EncoderBlock(nn.Module):
         self.ffn = FeedForward(cfg)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=1e-5)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=1e-5)
-        self.dropout = nn.Dropout(cfg.dropout)  # residual dropout
+        # Residual dropout, one site each: the two sublayers get independent masks.
+        self.drop_attn = KeyedDropout(cfg.dropout)
+        self.drop_ffn = KeyedDropout(cfg.dropout)
 
     def forward(
         self,
@@ -56,16 +59,18 @@ class EncoderBlock(nn.Module):
         *,
         need_weights: bool = False,
         head_mask: Tensor | None = None,
+        key: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """x: (B, L, D), keep: (B, L) bool -> (B, L, D) and probabilities (B, H, L, L) or None."""
+        kw = {"need_weights": need_weights, "head_mask": head_mask, "key": key}
         if self.pre_norm:
-            a, probs = self.attn(self.norm1(x), keep, pos, need_weights=need_weights, head_mask=head_mask)
-            x = x + self.dropout(a)
-            x = x + self.dropout(self.ffn(self.norm2(x)))
+            a, probs = self.attn(self.norm1(x), keep, pos, **kw)
+            x = x + self.drop_attn(a, key)
+            x = x + self.drop_ffn(self.ffn(self.norm2(x), key), key)
         else:
-            a, probs = self.attn(x, keep, pos, need_weights=need_weights, head_mask=head_mask)
-            x = self.norm1(x + self.dropout(a))
-            x = self.norm2(x + self.dropout(self.ffn(x)))
+            a, probs = self.attn(x, keep, pos, **kw)
+            x = self.norm1(x + self.drop_attn(a, key))
+            x = self.norm2(x + self.drop_ffn(self.ffn(x, key), key))
         return x, probs
 
 
@@ -86,12 +91,13 @@ class EncoderClassifier(nn.Module):
         # [CLS] (Devlin et al. 2019) at position 0; mean pooling has none.
         self.cls = nn.Parameter(torch.zeros(1, 1, cfg.d_model)) if cfg.pool == "cls" else None
         self.pe = POSITIONAL[cfg.pe](cfg, self.embed_rms)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = KeyedDropout(cfg.dropout)
         self.blocks = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
         # Pre-LN leaves the residual stream un-normalised; a final LayerNorm closes it.
         self.norm = nn.LayerNorm(cfg.d_model, eps=1e-5) if cfg.norm == "pre" else nn.Identity()
         self.head = nn.Linear(cfg.d_model, n_classes)
         self._init_weights()
+        number_sites(self)
 
     def _init_weights(self) -> None:
         std = self.cfg.init_std
@@ -116,21 +122,23 @@ class EncoderClassifier(nn.Module):
         *,
         return_attention: bool = False,
         head_mask: Tensor | None = None,
+        key: Tensor | None = None,
     ) -> EncoderOutput:
         """input_ids: (B, L) long; attention_mask: (B, L) bool, True = real token;
-        head_mask: (n_layers, n_heads) float. Returns logits (B, C) and, optionally, attentions."""
+        head_mask: (n_layers, n_heads) float; key: int64 (2,) = (seed, step), the dropout key
+        (lit_modules/dropout.py). Returns logits (B, C) and, optionally, attentions."""
         keep = attention_mask.bool()  # (B, L)
         x = self.embed(input_ids) * self.embed_scale  # (B, L, D)
         if self.cls is not None:
             B = x.shape[0]
             x = torch.cat([self.cls.expand(B, -1, -1).to(x.dtype), x], dim=1)  # (B, 1 + L, D)
             keep = torch.cat([keep.new_ones(B, 1), keep], dim=1)  # (B, 1 + L)
-        x = self.dropout(self.pe.add(x))
+        x = self.dropout(self.pe.add(x), key)
 
         attentions: list[Tensor] = []
         for i, block in enumerate(self.blocks):
             layer_mask = head_mask[i] if head_mask is not None else None
-            x, probs = block(x, keep, self.pe, need_weights=return_attention, head_mask=layer_mask)
+            x, probs = block(x, keep, self.pe, need_weights=return_attention, head_mask=layer_mask, key=key)
             if probs is not None:
                 attentions.append(probs)
         x = self.norm(x)  # (B, L', D)

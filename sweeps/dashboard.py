@@ -18,7 +18,7 @@ from optuna.artifacts import FileSystemArtifactStore
 from optuna.storages import BaseStorage
 
 from lit_modules.config import ConfigError
-from sweeps.grid import default_storage
+from sweeps.loop import default_storage
 from sweeps.store import open_storage
 
 

@@ -123,29 +123,46 @@ def _metric(row: dict[str, Any], metric: str) -> float | None:
         return None
 
 
+def worst_value(direction: str, observed: Sequence[float] | None = None) -> float | None:
+    """The one rule for the metric of a diverged run (NaN/inf or missing): the worst value.
+
+    For statistics (``observed`` given: the study's finite values) it must be finite:
+    min(0, observed) for "maximize" (0 is chance-or-worse for accuracy/F1), max(observed) for
+    "minimize" (a loss has no natural worst, so it ties with the worst seen; None if nothing
+    was observed). For a single trial's objective (no ``observed``; Optuna stores no NaN) it
+    is -inf / +inf, which sorts after every finite value.
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    if observed is None:
+        return -math.inf if direction == "maximize" else math.inf
+    if direction == "maximize":
+        return min([0.0, *observed])
+    return max(observed) if observed else None
+
+
+def objective(metrics: dict[str, float], metric: str, direction: str) -> float:
+    """A finished trial's value for Optuna: ``metrics[metric]``, or the worst value if not finite."""
+    value = metrics.get(metric, math.nan)
+    return value if math.isfinite(value) else worst_value(direction)  # type: ignore[return-value]
+
+
 def collect(
     rows: Sequence[dict[str, Any]], *, metric: str, direction: str, variants: Sequence[str]
 ) -> tuple[dict[str, list[Cell]], list[str], dict[str, int]]:
     """Per-variant (seed, value, diverged) of the complete cells, the missing cells, the counts.
 
     Only complete cells count. A complete cell that diverged keeps its metric value; if that
-    value is NaN/inf it becomes the worst value of the study: min(0, every observed value)
-    for "maximize" (0 is chance-or-worse for accuracy/F1), max(every observed value) for
-    "minimize" (a loss has no natural worst, so it ties with the worst seen). A complete,
+    value is NaN/inf it becomes ``worst_value`` of the study's observed values. A complete,
     non-diverged cell without the metric is listed as missing, not guessed.
     """
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
     order = {v: i for i, v in enumerate(variants)}
     mine = sorted(
         (r for r in rows if r.get("variant") in order), key=lambda r: (order[r["variant"]], r["seed"])
     )
     complete = [r for r in mine if r.get("state") == "complete"]
     observed = [v for r in complete if (v := _metric(r, metric)) is not None]
-    if direction == "maximize":
-        worst: float | None = min([0.0, *observed])
-    else:
-        worst = max(observed) if observed else None
+    worst = worst_value(direction, observed)
     cells: dict[str, list[Cell]] = {v: [] for v in variants}
     missing: list[str] = []
     for r in mine:

@@ -44,12 +44,6 @@ def cell_logger(spec: ExperimentSpec, variant: str, seed: int, cfg: TrainConfig,
     )
 
 
-def log_curve(logger: Any, curve: list[dict[str, Any]]) -> None:
-    """Validation curve of a seed-parallel member (its Trainer logged the members' median)."""
-    for point in curve:
-        logger.experiment.log({k: v for k, v in point.items() if k != "step"}, step=point["step"])
-
-
 def finish_cell(logger: Any, result: dict[str, Any], heads: dict[str, Any] | None) -> str:
     """Write final metrics (and heatmaps, entropy, importance) to the run; return its id."""
     import wandb

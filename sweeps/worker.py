@@ -10,12 +10,9 @@ import argparse
 import contextlib
 import json
 import logging
-import math
 import shutil
-import signal
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import optuna
@@ -23,10 +20,12 @@ from optuna.artifacts import FileSystemArtifactStore, upload_artifact
 from optuna.trial import TrialState
 
 from experiments.io import atomic_dir
-from experiments.run import run_seed_parallel, run_trial
+from experiments.run import run_cells
 from experiments.spec import ExperimentSpec, spec_from_resolved
 from sweeps import wandb_glue
-from sweeps.store import CellStore, heartbeat, open_store, retry_db
+from sweeps.loop import heartbeats, work_loop
+from sweeps.stats import objective
+from sweeps.store import CellStore, open_store
 
 log = logging.getLogger("ablate.worker")
 PROBE_SIZE = 4
@@ -58,8 +57,8 @@ def fresh_cell_dir(run_dir: Path, variant: str, seed: int) -> Path:
     return cell_dir
 
 
-def run_cells(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, use_wandb: bool) -> None:
-    """Run claimed cells of one variant: one alone, or several as one seed-parallel model."""
+def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, use_wandb: bool) -> None:
+    """Run claimed cells of one variant (``run_cells`` decides: each alone, or stacked)."""
     spec = store.spec
     variant = trials[0].params["variant"]
     seeds = [t.params["seed"] for t in trials]
@@ -72,10 +71,7 @@ def run_cells(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, us
     try:
         with contextlib.ExitStack() as stack:
             tmps = [stack.enter_context(atomic_dir(d)) for d in dirs]
-            if cfgs[0].trainer.seed_parallel == 1:
-                results = [run_trial(cfgs[0], tmps[0], logger=loggers[0])]
-            else:
-                results = run_seed_parallel(cfgs[0], seeds, tmps)
+            results = run_cells(cfgs[0], seeds, tmps, loggers=[lg or None for lg in loggers])
         for trial, result, logger in zip(trials, results, loggers, strict=True):
             seed = trial.params["seed"]
             heads = None
@@ -85,7 +81,6 @@ def run_cells(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, us
                 heads = archive(trial, result, run_dir / "heatmaps" / variant / f"seed{seed}", artifacts)
             wandb_id = None
             if logger:
-                wandb_glue.log_curve(logger, result.extras.get("curve", []))
                 wandb_id = wandb_glue.finish_cell(logger, result.to_dict(), heads)
             record(store, trial, result, heads, wandb_id)
     except BaseException:
@@ -106,17 +101,37 @@ def record(store: CellStore, trial: optuna.Trial, result, heads: dict | None, wa
     trial.set_user_attr("wandb_id", wandb_id)
     if heads is not None:
         trial.set_user_attr("heads", {k: heads.get(k) for k in ("entropy", "entropy_norm", "importance")})
-    value = result.metrics.get(spec.metric, math.nan)
-    if not math.isfinite(value):
-        # Optuna fails NaN values; a diverged run is a result, so store the worst value.
-        value = -math.inf if spec.direction == "maximize" else math.inf
-    store.study.tell(trial, value)
+    # Optuna fails NaN values; a diverged run is a result, so it stores the worst value.
+    store.study.tell(trial, objective(result.metrics, spec.metric, spec.direction))
 
 
-def claim(store: CellStore) -> optuna.Trial | None:
-    """Enqueue cells that need a (new) trial, then claim one."""
-    store.ensure_cells()
-    return store.pop()
+def claim_group(store: CellStore, poll_s: float) -> list[optuna.Trial] | None:
+    """Claim a cell, and up to ``trainer.seed_parallel`` - 1 more waiting seeds of its variant
+    (run_cells stacks them); None once every cell is complete or failed for good."""
+    while True:
+        store.ensure_cells()  # cells that need a (new) trial
+        trial = store.pop()
+        if trial is not None:
+            break
+        if not any(c.state in ("running", "waiting") for c in store.states().values()):
+            return None
+        time.sleep(poll_s)  # others are running cells; take over if one of them dies
+    trials = [trial]
+    variant = trial.params["variant"]
+    group = store.spec.cell_config(variant, trial.params["seed"]).trainer.seed_parallel
+    while len(trials) < group and (more := store.pop(variant=variant)) is not None:
+        trials.append(more)
+    return trials
+
+
+def fail_group(store: CellStore, trials: list[optuna.Trial], error: str | None) -> None:
+    """Mark the claimed trials not yet told FAIL (a group can fail after recording some members)."""
+    ids = {t._trial_id for t in trials}
+    told = {t._trial_id for t in store.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))}
+    for t in trials:
+        if t._trial_id in ids - told:
+            t.set_user_attr("error" if error else "interrupted", error or "interrupted")
+            store.study.tell(t, state=TrialState.FAIL)
 
 
 def work(
@@ -131,67 +146,19 @@ def work(
 ) -> int:
     """Run cells until every cell is complete (or failed for good); return how many ran here."""
     store = open_store(spec, storage_url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
-    storage = store.storage
-    done = 0
-    while True:
-        trial = retry_db("cannot claim a cell", lambda: claim(store))
-        if trial is None:
-            if any(
-                c.state in ("running", "waiting")
-                for c in retry_db("cannot read cells", store.states).values()
-            ):
-                time.sleep(poll_s)  # others are running cells; take over if one of them dies
-                continue
-            return done
-        trials = [trial]
-        variant = trial.params["variant"]
-        group = spec.cell_config(variant, trial.params["seed"]).trainer.seed_parallel
-        while len(trials) < group:  # more waiting seeds of this variant train with it
-            more = retry_db("cannot claim a cell", lambda v=variant: store.pop(variant=v))
-            if more is None:
-                break
-            trials.append(more)
-        cells = ", ".join(t.user_attrs["cell"] for t in trials)
-        log.info("cells %s: start (trials %s)", cells, [t.number for t in trials])
-        try:
-            with contextlib.ExitStack() as beats:
-                for t in trials:
-                    beats.enter_context(heartbeat(storage, t._trial_id))
-                run_cells(store, trials, run_dir, use_wandb=use_wandb)
-            done += len(trials)
-            log.info("cells %s: done", cells)
-        except BaseException as err:  # Ctrl-C, SystemExit from Lightning, or a bug
-            interrupted = isinstance(err, (KeyboardInterrupt, SystemExit))
-            if interrupted:
-                # Ctrl-C reaches a worker twice (the terminal's and the driver's): a second
-                # KeyboardInterrupt here would leave the trial RUNNING until its heartbeat expires.
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-            key = "interrupted" if interrupted else "error"
-            try:
-                told = finished(store, trials)
-            except Exception:  # the storage may be gone; heartbeats will expire the trials
-                told = set()
-            for t in trials:
-                if t.number in told:
-                    continue
-                try:
-                    t.set_user_attr(key, "interrupted" if interrupted else f"{type(err).__name__}: {err}")
-                    store.study.tell(t, state=TrialState.FAIL)
-                except Exception:  # the storage may be gone too; heartbeats will expire the trial
-                    log.exception("could not mark trial %d failed", t.number)
-            if interrupted:
-                raise KeyboardInterrupt from None
-            log.error("cells %s failed:\n%s", cells, traceback.format_exc())
 
+    def run(trials: list[optuna.Trial]) -> int:
+        with heartbeats(store.storage, [t._trial_id for t in trials]):
+            run_claimed(store, trials, run_dir, use_wandb=use_wandb)
+        return len(trials)
 
-def finished(store: CellStore, trials: list[optuna.Trial]) -> set[int]:
-    """Numbers of the trials already told (a group can fail after recording some members)."""
-    ids = {t._trial_id for t in trials}
-    return {
-        t.number
-        for t in store.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if t._trial_id in ids
-    }
+    return work_loop(
+        lambda: claim_group(store, poll_s),
+        run,
+        lambda trials, error: fail_group(store, trials, error),
+        describe=lambda trials: f"cells {', '.join(t.user_attrs['cell'] for t in trials)}",
+        log=log,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,10 +18,10 @@ from optuna.trial import TrialState
 from experiments import cli
 from experiments.spec import spec_from_dict, spec_from_resolved
 from lit_modules.config import ConfigError
-from sweeps.search import distributions, tuned_spec
+from sweeps.search import tuned_spec
+from sweeps.search_store import distributions
 from sweeps.store import open_storage, sqlite_url
-from tests.conftest import ablate_cmd
-from tests.test_sweep import TINY_BASE
+from tests.conftest import TINY_BASE, ablate_cmd
 
 SEARCH = {
     "space": {
@@ -117,6 +117,7 @@ def run_search(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_search_prunes_counts_exactly_evaluates_and_resumes(tmp_path: Path) -> None:
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(RAW))
     proc = run_search(tmp_path, "--workers", "2", "--then-evaluate")
@@ -195,6 +196,7 @@ def test_search_without_a_search_block(
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_killed_search_worker_then_resume(tmp_path: Path) -> None:
     """kill -9 a search worker mid-trial: finished trials are kept, the killed one is asked again."""
     raw = {**RAW, "base": {**BASE, "trainer": {"max_steps": 150, "log_every": 50}}}

@@ -1,0 +1,165 @@
+"""What the grid and the search share: the driver that starts worker processes and shows one
+progress bar, and the worker's claim / run / fail loop.
+
+A worker claims a unit of work (a group of cells, a search trial) from the study, runs it
+while its trials send heartbeats, and on an error or Ctrl-C marks what it claimed failed, so
+that the same command resumes it. A killed worker sends no more heartbeats; Optuna fails its
+trials after the grace period and the next claim takes them again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from optuna.storages import RDBStorage
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from lit_modules.config import ConfigError
+from sweeps.store import heartbeat, retry_db, sqlite_url
+
+console = Console(stderr=True)
+W = TypeVar("W")
+
+
+def default_storage(run_dir: Path) -> str:
+    return sqlite_url(run_dir / "study.db")
+
+
+def prepare_run(run_dir: Path, storage: str | None, workers: int) -> str:
+    """The driver's prologue: check ``--workers``, make the run folder; the storage URL."""
+    if workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return storage or default_storage(run_dir)
+
+
+@contextlib.contextmanager
+def heartbeats(storage: RDBStorage, trial_ids: list[int]) -> Iterator[None]:
+    """Heartbeats for every claimed trial while the work runs."""
+    with contextlib.ExitStack() as beats:
+        for trial_id in trial_ids:
+            beats.enter_context(heartbeat(storage, trial_id))
+        yield
+
+
+def work_loop(
+    claim: Callable[[], W | None],
+    run: Callable[[W], int],
+    fail: Callable[[W, str | None], None],
+    *,
+    describe: Callable[[W], str],
+    log: logging.Logger,
+) -> int:
+    """Claim and run work until ``claim()`` returns None; return the units run here.
+
+    ``run(work)`` returns how many units it completed. If it raises, ``fail(work, error)``
+    marks the claimed trials failed: ``error`` is the message, or None for Ctrl-C (the
+    worker then exits) and SystemExit; a failure to mark them is logged, and their missing
+    heartbeats fail them later.
+    """
+    done = 0
+    while (work := retry_db("cannot claim work", claim)) is not None:
+        what = describe(work)
+        log.info("%s: start", what)
+        try:
+            done += run(work)
+            log.info("%s: done", what)
+        except BaseException as err:  # Ctrl-C, SystemExit from Lightning, or a bug
+            interrupted = isinstance(err, (KeyboardInterrupt, SystemExit))
+            if interrupted:
+                # Ctrl-C reaches a worker twice (the terminal's and the driver's): a second
+                # KeyboardInterrupt while marking would leave a trial RUNNING until its heartbeat expires.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                fail(work, None if interrupted else f"{type(err).__name__}: {err}")
+            except Exception:  # the storage may be gone too; heartbeats will expire the trials
+                log.exception("%s: could not mark it failed", what)
+            if interrupted:
+                raise KeyboardInterrupt from None
+            log.error("%s failed:\n%s", what, traceback.format_exc())
+    return done
+
+
+def _worker_env(index: int) -> dict[str, str]:
+    env = dict(os.environ)
+    import torch
+
+    gpus = torch.cuda.device_count()
+    if gpus > 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        env["CUDA_VISIBLE_DEVICES"] = str(index % gpus)  # one worker per GPU
+    # No thread count here: a cell's CPU threads are its config's trainer.cpu_threads, whatever
+    # the worker count, so a cell gives the same number from `ablate train` and from any sweep.
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def run_workers(
+    module: str,
+    worker_args: list[str],
+    run_dir: Path,
+    *,
+    workers: int,
+    title: str,
+    total: int,
+    poll: Callable[[], tuple[int, str]],
+    url: str,
+) -> None:
+    """Start ``workers`` processes of ``python -m module`` and show one progress bar until they exit.
+
+    ``poll()`` returns (units done, a status text). Ctrl-C is passed on to the workers, which mark
+    their running trial failed so that the same command resumes it.
+    """
+    (run_dir / "logs").mkdir(exist_ok=True)
+    procs = []
+    stem = module.rsplit(".", 1)[-1]
+    for i in range(workers):
+        log = open(run_dir / "logs" / f"{stem}-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
+        cmd = [sys.executable, "-m", module, *worker_args]
+        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i)))
+    try:
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[state]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        ) as bar:
+            done, state = poll()
+            task = bar.add_task(title, total=total, completed=done, state=state)
+            while any(p.poll() is None for p in procs):
+                time.sleep(1.0)
+                done, state = poll()
+                bar.update(task, completed=done, state=state)
+    except KeyboardInterrupt:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs:
+            p.wait()
+        console.print(f"interrupted: finished work is stored in {url}; run the same command again to resume")
+        raise
+    bad = [p.returncode for p in procs if p.returncode not in (0,)]
+    if bad:
+        console.print(f"[yellow]{len(bad)} worker(s) exited with errors; see {run_dir / 'logs'}")

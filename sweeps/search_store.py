@@ -1,0 +1,158 @@
+"""The per-variant search studies of one experiment: identity, space, pruner, seeded sampler,
+and the ask under the study lock (so a study never gets more than ``trials`` finished or
+running trials however many workers ask)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from typing import Any
+
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from experiments.spec import ExperimentSpec, SearchSpec
+from lit_modules.config import ConfigError
+from sweeps.store import open_storage, retry_db, study_lock
+
+# ask/tell with heartbeats is what sweeps.store does for cells too; Optuna only expects optimize().
+warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
+# A variant whose trials failed with an error this many times is not asked again.
+MAX_ERRORS = 3
+
+
+def study_name(spec: ExperimentSpec, variant: str) -> str:
+    return f"{spec.name}.search.{variant}"
+
+
+def search_identity(spec: ExperimentSpec) -> str:
+    """What makes search trials comparable: the grid's identity and the search minus its budget."""
+    assert spec.search is not None
+    payload = {**spec.search.to_dict(), "trials": None, "grid": spec.identity()}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def distributions(spec: ExperimentSpec, variant: str) -> dict[str, BaseDistribution]:
+    assert spec.search is not None
+    out: dict[str, BaseDistribution] = {}
+    for key, p in spec.search.space_for(spec.variants[variant]).items():
+        if p.choices:
+            out[key] = CategoricalDistribution(p.choices)
+        elif p.is_int:
+            out[key] = IntDistribution(int(p.low), int(p.high), log=p.log)
+        else:
+            out[key] = FloatDistribution(p.low, p.high, log=p.log)
+    return out
+
+
+def make_pruner(s: SearchSpec, max_steps: int, val_every: int) -> optuna.pruners.BasePruner:
+    """Pruner steps count validations (1 = the first validation during training)."""
+    if s.pruner == "median":
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=s.n_startup_trials, n_warmup_steps=s.n_warmup_steps
+        )
+    if s.pruner == "hyperband":
+        return optuna.pruners.HyperbandPruner(
+            min_resource=s.min_resource,
+            max_resource=max(s.min_resource, max_steps // val_every),
+            reduction_factor=s.reduction_factor,
+        )
+    return optuna.pruners.NopPruner()
+
+
+def make_sampler(s: SearchSpec, n_asked: int) -> optuna.samplers.TPESampler:
+    """Seeded per ask: the k-th trial of a study gets the same parameters whichever worker asks."""
+    return optuna.samplers.TPESampler(
+        seed=s.seed * 100_003 + n_asked, n_startup_trials=max(2, min(10, s.trials // 3)), multivariate=True
+    )
+
+
+class SearchStore:
+    """The per-variant search studies of one experiment in one storage."""
+
+    def __init__(self, spec: ExperimentSpec, url: str, variants: list[str], trials: int, **hb: int) -> None:
+        if spec.search is None:
+            raise ConfigError(f"experiment {spec.name!r} has no 'search' block; see README (ablate search)")
+        self.spec, self.search, self.variants, self.trials = spec, spec.search, variants, trials
+        self.storage = open_storage(url, **hb)
+        base = spec.base.trainer
+        identity = search_identity(spec)
+        self.studies: dict[str, optuna.Study] = {}
+        for v in variants:
+            study = retry_db(
+                f"cannot open study {study_name(spec, v)!r} in {url}",
+                lambda v=v: optuna.create_study(
+                    study_name=study_name(spec, v),
+                    storage=self.storage,
+                    direction=self.search.direction,
+                    pruner=make_pruner(self.search, base.max_steps, base.val_every or base.max_steps),
+                    load_if_exists=True,
+                ),
+            )
+            found = study.user_attrs.get("identity")
+            if found is None:
+                study.set_user_attr("identity", identity)
+                study.set_user_attr("variant", v)
+            elif found != identity:
+                raise ConfigError(
+                    f"the search study {study.study_name!r} was run with another base config, variants or "
+                    f"search space (identity {found} != {identity}); use another --out/--storage"
+                )
+            self.studies[v] = study
+
+    def counts(self, variant: str) -> dict[str, int]:
+        trials = self.studies[variant].get_trials(deepcopy=False)
+        return {
+            "complete": sum(t.state == TrialState.COMPLETE for t in trials),
+            "pruned": sum(t.state == TrialState.PRUNED for t in trials),
+            "running": sum(t.state == TrialState.RUNNING for t in trials),
+            "errors": sum(t.state == TrialState.FAIL and "error" in t.user_attrs for t in trials),
+        }
+
+    def open_slots(self, variant: str) -> int:
+        c = self.counts(variant)
+        if c["errors"] >= MAX_ERRORS:
+            return 0
+        return self.trials - c["complete"] - c["pruned"] - c["running"]
+
+    def ask(self) -> tuple[str, optuna.Trial] | None:
+        """Claim the next trial of the variant with the fewest trials so far, or None when all are full."""
+        while True:
+            for v in self.variants:
+                optuna.storages.fail_stale_trials(self.studies[v])
+            slots = {v: self.open_slots(v) for v in self.variants}
+            open_variants = [v for v in self.variants if slots[v] > 0]
+            if not open_variants:
+                return None
+            variant = max(open_variants, key=lambda v: slots[v])  # ties: spec order
+            study = self.studies[variant]
+            with study_lock(self.storage, study.study_name):
+                if self.open_slots(variant) <= 0:
+                    continue  # another worker took the last slot meanwhile
+                study.sampler = make_sampler(self.search, len(study.get_trials(deepcopy=False)))
+                trial = study.ask(distributions(self.spec, variant))
+                self.storage.record_heartbeat(trial._trial_id)
+            return variant, trial
+
+    def done(self, variant: str) -> int:
+        c = self.counts(variant)
+        return c["complete"] + c["pruned"]
+
+    def summary(self) -> dict[str, Any]:
+        """Per variant: the best finished trial's value and parameters, and the trial counts."""
+        out: dict[str, Any] = {}
+        for v, study in self.studies.items():
+            complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+            entry: dict[str, Any] = {
+                **self.counts(v),
+                "best_value": None,
+                "best_params": None,
+                "best_trial": None,
+            }
+            if complete:
+                best = study.best_trial
+                entry.update(best_value=best.value, best_params=best.params, best_trial=best.number)
+            out[v] = entry
+        return {"metric": self.search.metric, "direction": self.search.direction, "variants": out}
