@@ -1,17 +1,30 @@
-"""Shared test settings: offline W&B, a per-session data cache, one thread per process.
+"""Shared test settings and helpers: offline W&B, a per-session data cache, one thread per
+process, the tiny configs, and the sweep helpers several test files use.
 
 Tiny test models are faster on one thread, and the CLI tests start
 subprocesses that would otherwise fight over the two cores.
+
+Tiers (markers registered in pyproject.toml; ``./run-tests --fast`` deselects all three):
+``slow`` trains for real or runs long sweeps, ``multiprocess`` starts other processes (the
+``ablate`` CLI, sweep or search workers), ``server`` starts a server (PostgreSQL, the dashboard).
 """
 
 from __future__ import annotations
 
+import collections
 import os
+import socket
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+import yaml
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
 
 REPO = Path(__file__).resolve().parents[1]
 SST2 = (REPO.parent / "shared" / "data" / "sst2").resolve()
@@ -47,3 +60,70 @@ def tiny_config(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.yaml"
     path.write_text(TINY_YAML)
     return path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# The base config of the tiny sweep specs: 2 layers (two heatmap PNGs per cell), 3 steps.
+TINY_BASE = {
+    "model": {"d_model": 16, "n_layers": 2, "n_heads": 2, "d_ff": 32, "dropout": 0.0},
+    "data": {
+        "task": "order",
+        "min_len": 7,
+        "max_len": 7,
+        "n_symbols": 5,
+        "n_train": 96,
+        "n_val": 32,
+        "n_test": 32,
+        "batch_size": 16,
+    },
+    "trainer": {"max_steps": 3, "log_every": 1},
+}
+
+
+def write_spec(tmp_path: Path, **extra: object) -> Path:
+    """``tmp_path/tiny.yaml``: experiment "tiny", baseline vs no_pe, 3 seeds, heatmaps for seed 1;
+    ``extra`` replaces or adds top-level spec keys."""
+    spec = {
+        "name": "tiny",
+        "base": TINY_BASE,
+        "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}},
+        "seeds": 3,
+        "heatmap_seeds": [1],
+        **extra,
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def run_sweep(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``ablate sweep tmp_path/tiny.yaml`` as a process (output under ``tmp_path/runs`` unless
+    ``--out`` is in ``args``), with a short heartbeat and grace period."""
+    out = [] if "--out" in args else ["--out", str(tmp_path / "runs")]
+    return subprocess.run(
+        ablate_cmd("sweep", str(tmp_path / "tiny.yaml"), *out, "--heartbeat", "1", "--grace", "3", *args),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def trials_by_cell(run_dir: Path) -> dict[str, list[FrozenTrial]]:
+    """The trials of study "tiny" in ``run_dir/study.db``, grouped by their ``cell`` user attribute."""
+    import optuna  # here, not at the top: every test session imports this file
+
+    from sweeps.store import open_storage, sqlite_url
+
+    # The suite's own storage settings: long lock timeout, serialized transactions.
+    study = optuna.load_study(study_name="tiny", storage=open_storage(sqlite_url(run_dir / "study.db")))
+    out: dict[str, list[FrozenTrial]] = collections.defaultdict(list)
+    for t in study.get_trials():
+        out[t.user_attrs.get("cell", "?")].append(t)
+    return out

@@ -10,11 +10,12 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.conftest import free_port
 
 
 def pg_bin(name: str) -> str | None:
@@ -23,12 +24,6 @@ def pg_bin(name: str) -> str | None:
         return found
     candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
     return candidates[-1] if candidates else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager

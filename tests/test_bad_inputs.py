@@ -236,6 +236,7 @@ def test_bad_input_exits_2(tmp_path: Path, case: Case) -> None:
     assert_failed_cleanly(tmp_path, ran, case)
 
 
+@pytest.mark.multiprocess
 def test_console_entry_point_exits_2(tmp_path: Path) -> None:
     """The catalog's fork shortcut agrees with a real ``python -m experiments.cli`` process."""
     case = CASES["label-not-integer"]

@@ -20,6 +20,7 @@ def positive_finite(x: object) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_quick_benchmark_writes_every_ratio(tmp_path: Path) -> None:
     out = tmp_path / "tmp" / "results.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -61,6 +62,7 @@ def test_quick_benchmark_writes_every_ratio(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_gpu_check_smoke_runs_on_cpu(tmp_path: Path) -> None:
     """The GPU check script itself (tiny, CPU): its seed-parallel and report paths run."""
     out = tmp_path / "gpu_check.json"

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, ablate_cmd
-from tests.test_sweep import run_sweep, write_spec
+from tests.conftest import REPO, ablate_cmd, free_port, run_sweep, write_spec
+
+# Every test starts `ablate dashboard` as a process; the run_dir fixture runs a sweep first.
+pytestmark = pytest.mark.multiprocess
 
 SEEDS, HEATMAP_SEED = 2, 1
 VARIANTS = ("baseline", "no_pe")
@@ -31,12 +33,6 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = run_sweep(tmp, "--no-wandb")
     assert proc.returncode == 0, proc.stderr
     return tmp / "runs" / "tiny"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url: str, timeout: float = 10) -> tuple[int, str, bytes]:
@@ -86,6 +82,7 @@ def server(run_dir: Path, tmp_path: Path) -> Iterator[tuple[str, subprocess.Pope
                 proc.wait()
 
 
+@pytest.mark.server
 def test_dashboard_serves_the_study_trials_and_heatmaps(server: tuple[str, subprocess.Popen, Path]) -> None:
     base, proc, log = server
     studies = get_json(f"{base}/api/studies")["study_summaries"]

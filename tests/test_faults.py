@@ -14,9 +14,11 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tests.conftest import ablate_cmd
+from tests.conftest import TINY_BASE, ablate_cmd, trials_by_cell, write_spec
 from tests.postgres import pg_bin, postgres_server
-from tests.test_sweep import TINY_BASE, trials_by_cell, write_spec
+
+# Each test runs real `ablate` processes.
+pytestmark = pytest.mark.multiprocess
 
 
 def sweep_cmd(tmp_path: Path, out: Path, *args: str) -> list[str]:
@@ -42,6 +44,8 @@ def complete_counts(study: optuna.Study) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow
+@pytest.mark.server
 @pytest.mark.skipif(
     pg_bin("pg_ctl") is None, reason="PostgreSQL is not installed (apt-get install postgresql)"
 )
@@ -93,6 +97,7 @@ def test_two_sweeps_on_one_sqlite_study(tmp_path: Path) -> None:
     assert counts == {f"{v}/s{s}": 1 for v in ("baseline", "no_pe") for s in range(3)}
 
 
+@pytest.mark.slow
 def test_sigint_stops_cleanly_then_resumes(tmp_path: Path) -> None:
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) mid-sweep: exit 130, no
     trial left RUNNING, finished cells kept; the same command then completes the grid."""

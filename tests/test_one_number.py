@@ -195,6 +195,7 @@ TINY = {
 METRICS = ("val/acc", "val/loss", "test/acc", "test/f1", "test/loss")
 
 
+@pytest.mark.multiprocess
 @pytest.mark.slow
 @pytest.mark.parametrize("seed_parallel", [1, 2])
 def test_train_sweep_and_agent_give_the_same_cell(tmp_path: Path, seed_parallel: int) -> None:
@@ -250,6 +251,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.multiprocess
 @pytest.mark.slow
 @pytest.mark.parametrize("seed_parallel", [1, 2])
 def test_every_task_reproduces_across_processes(seed_parallel: int) -> None:

@@ -19,8 +19,7 @@ from experiments.run import run_cells, run_trial
 from lit_modules.config import ModelConfig
 from lit_modules.encoder import EncoderClassifier
 from lit_modules.seed_parallel import StackedEncoder, clip_per_member, member_metrics, stack_batches
-from tests.conftest import ablate_cmd
-from tests.test_sweep import TINY_BASE
+from tests.conftest import TINY_BASE, ablate_cmd
 
 # Variable lengths (members' batches get padded to a common length), [CLS] and a learned table,
 # dropout in every site (attention included), and a clip norm small enough that every step is clipped.
@@ -172,6 +171,7 @@ def test_one_diverging_member_does_not_stop_the_others(stacked: list) -> None:
         assert results[k].metrics == stacked[k].metrics
 
 
+@pytest.mark.multiprocess
 def test_train_cli_writes_one_folder_per_member(tmp_path: Path, tiny_config: Path) -> None:
     proc = subprocess.run(
         ablate_cmd(
@@ -190,6 +190,7 @@ def test_train_cli_writes_one_folder_per_member(tmp_path: Path, tiny_config: Pat
         assert f"seed{seed}" in proc.stdout
 
 
+@pytest.mark.multiprocess
 @pytest.mark.slow
 def test_sweep_stores_each_member_as_its_own_cell(tmp_path: Path) -> None:
     spec = {

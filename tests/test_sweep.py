@@ -3,7 +3,6 @@ kill -9 and resume, heatmap archive, W&B offline runs, report."""
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import signal
@@ -12,64 +11,12 @@ import sys
 import time
 from pathlib import Path
 
-import optuna
 import pytest
-import yaml
 from optuna.trial import TrialState
 
 from experiments.spec import spec_from_dict
 from lit_modules.config import ConfigError
-from sweeps.store import open_storage, sqlite_url
-from tests.conftest import ablate_cmd
-
-TINY_BASE = {
-    "model": {"d_model": 16, "n_layers": 2, "n_heads": 2, "d_ff": 32, "dropout": 0.0},
-    "data": {
-        "task": "order",
-        "min_len": 7,
-        "max_len": 7,
-        "n_symbols": 5,
-        "n_train": 96,
-        "n_val": 32,
-        "n_test": 32,
-        "batch_size": 16,
-    },
-    "trainer": {"max_steps": 3, "log_every": 1},
-}
-
-
-def write_spec(tmp_path: Path, **extra: object) -> Path:
-    spec = {
-        "name": "tiny",
-        "base": TINY_BASE,
-        "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}},
-        "seeds": 3,
-        "heatmap_seeds": [1],
-        **extra,
-    }
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
-def run_sweep(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    out = [] if "--out" in args else ["--out", str(tmp_path / "runs")]
-    return subprocess.run(
-        ablate_cmd("sweep", str(tmp_path / "tiny.yaml"), *out, "--heartbeat", "1", "--grace", "3", *args),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def trials_by_cell(run_dir: Path) -> dict[str, list[optuna.trial.FrozenTrial]]:
-    # The suite's own storage settings: long lock timeout, serialized transactions.
-    study = optuna.load_study(study_name="tiny", storage=open_storage(sqlite_url(run_dir / "study.db")))
-    out: dict[str, list] = collections.defaultdict(list)
-    for t in study.get_trials():
-        out[t.user_attrs.get("cell", "?")].append(t)
-    return out
+from tests.conftest import TINY_BASE, ablate_cmd, run_sweep, trials_by_cell, write_spec
 
 
 @pytest.mark.parametrize(
@@ -116,6 +63,7 @@ def test_spec_cells_and_overrides() -> None:
     )
 
 
+@pytest.mark.multiprocess
 def test_sweep_two_workers_every_cell_once(tmp_path: Path) -> None:
     write_spec(tmp_path)
     proc = run_sweep(tmp_path, "--workers", "2")
@@ -161,6 +109,7 @@ def test_sweep_two_workers_every_cell_once(tmp_path: Path) -> None:
     assert sum(len(ts) for ts in trials_by_cell(run_dir).values()) == sum(len(ts) for ts in by_cell.values())
 
 
+@pytest.mark.multiprocess
 def test_identity_mismatch_is_refused(tmp_path: Path) -> None:
     write_spec(tmp_path, seeds=1, heatmap_seeds=[0])
     assert run_sweep(tmp_path, "--no-wandb").returncode == 0
@@ -168,6 +117,8 @@ def test_identity_mismatch_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "different base config" in proc.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_kill_worker_then_resume(tmp_path: Path) -> None:
     """kill -9 a worker mid-cell: finished cells are kept, the killed cell reruns once."""
     base = {**TINY_BASE, "trainer": {"max_steps": 200, "log_every": 50}}
@@ -230,6 +181,7 @@ def test_kill_worker_then_resume(tmp_path: Path) -> None:
     assert not list((run_dir / "cells").glob(".*partial*"))
 
 
+@pytest.mark.multiprocess
 def test_wandb_offline_runs_carry_group_name_config(tmp_path: Path) -> None:
     write_spec(tmp_path, seeds=1, heatmap_seeds=[0])
     proc = run_sweep(tmp_path)
@@ -268,6 +220,7 @@ def test_wandb_offline_runs_carry_group_name_config(tmp_path: Path) -> None:
     assert rec["run_group"] == "summary" and summary["summary"]["cells_complete"] == 2
 
 
+@pytest.mark.multiprocess
 def test_report_and_compare_commands(tmp_path: Path) -> None:
     """Two sweeps that differ in training length: `ablate report` rewrites a report,
     `ablate compare` puts them side by side with attention difference maps."""

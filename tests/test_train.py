@@ -36,6 +36,7 @@ def ablate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     return proc
 
 
+@pytest.mark.multiprocess
 def test_train_cli_writes_config_metrics_tokenizer(tmp_path: Path, tiny_config: Path) -> None:
     proc = ablate(tmp_path, str(tiny_config), "model.n_heads=1", "seed=3")
     out = tmp_path / "out"
@@ -170,6 +171,7 @@ def test_every_variant_trains(pe: str, norm: str, pool: str, heads: int) -> None
     assert all(math.isfinite(v) for v in result.metrics.values()), result.metrics
 
 
+@pytest.mark.multiprocess
 def test_train_cli_on_sst2(tmp_path: Path, tiny_config: Path) -> None:
     ablate(
         tmp_path,

@@ -165,6 +165,7 @@ def test_train_needs_config_or_spec(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "not both" in capsys.readouterr().err
 
 
+@pytest.mark.multiprocess
 def test_agent_command_runs_one_grid_point(tmp_path: Path) -> None:
     path = write_spec(tmp_path)
     spec = load_spec(path, ["trainer.log_every=2"], profile="cpu")
