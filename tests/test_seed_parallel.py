@@ -4,6 +4,7 @@ own cell. Group independence and the divergence rule across paths: tests/test_on
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import subprocess
@@ -225,3 +226,24 @@ def test_sweep_stores_each_member_as_its_own_cell(tmp_path: Path) -> None:
     assert {k: cell[k] for k in one.metrics} == one.metrics
     alone = run_trial(base)
     assert cell["test/loss"] == pytest.approx(alone.metrics["test/loss"], abs=1e-5)
+
+
+def test_each_member_logs_its_own_curves(tmp_path: Path) -> None:
+    """Through Lightning's self.log and MemberLogger: member k's CSV holds its own train/loss and
+    val curves, without '@', equal to that seed's curves in a stack of one."""
+    from lightning.pytorch.loggers import CSVLogger
+
+    def curves(seeds: list[int], where: str) -> list[list[dict]]:
+        loggers = [CSVLogger(tmp_path / where / str(s), name="", version="") for s in seeds]
+        run_cells(CFG, seeds, loggers=loggers)
+        return [list(csv.DictReader((tmp_path / where / str(s) / "metrics.csv").open())) for s in seeds]
+
+    stacked, (alone,) = curves([0, 1], "stack"), curves([1], "alone")
+    for rows in stacked:
+        train = [r for r in rows if r.get("train/loss")]
+        assert [int(r["step"]) for r in train] == list(range(8)) and all("@" not in k for k in rows[0])
+        assert [r["step"] for r in rows if r.get("val/acc")] == ["3", "7", "8"]  # val_every 4, then the final
+    assert [r["train/loss"] for r in stacked[0] if r.get("train/loss")] != [
+        r["train/loss"] for r in stacked[1] if r.get("train/loss")
+    ]
+    assert stacked[1] == alone
