@@ -35,47 +35,67 @@ def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
 
 
 def print_summary(summary: dict, run_dir: Path) -> None:
-    from sweeps.report import params_text
+    from sweeps.report import decimals, fmt_p, holm_line, params_text
 
-    metric = summary["metric"]
+    metric, baseline = summary["metric"], summary["baseline"]
     table = Table(title=f"{summary['experiment']}: {metric} over seeds ({run_dir})")
     for col in (
         "variant",
         "n",
         "div",
-        "median",
-        "IQR",
+        "median [IQR]",
+        "IQM",
         "min-max",
-        "Δ median [95% CI]",
-        "p (MWU)",
+        "Δ [95% CI]",
+        "test",
+        "p",
+        "p Holm",
         "P(improve)",
     ):
-        table.add_column(col, justify="left" if col == "variant" else "right")
+        table.add_column(col, justify="left" if col in ("variant", "test") else "right")
 
-    def f(x: float | None, spec: str = ".3f") -> str:
+    d = decimals(metric)
+
+    def f(x: float | None, spec: str = f".{d}f") -> str:
         return "-" if x is None else format(x, spec)
 
+    def with_ci(x: float | None, ci: list | None) -> str:
+        return f(x, f"+.{d}f") + (f" [{f(ci[0], f'+.{d}f')}, {f(ci[1], f'+.{d}f')}]" if ci else "")
+
     for name, v in summary["variants"].items():
-        ci = v["ci95"]
-        delta = f(v["delta_median"], "+.3f") + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
+        if v.get("paired"):  # the median of the per-seed differences, CI over seeds
+            delta = with_ci(v.get("delta_paired_median"), v.get("ci95_paired"))
+        else:  # the difference of medians
+            delta = with_ci(v["delta_median"], v["ci95"])
         table.add_row(
-            name + (" (baseline)" if name == summary["baseline"] else ""),
+            name + (" (baseline)" if name == baseline else ""),
             str(v["n"]),
             str(v["n_diverged"]),
-            f(v["median"]),
-            f"{f(v['q1'])}-{f(v['q3'])}",
+            f"{f(v['median'])} [{f(v['q1'])}-{f(v['q3'])}]",
+            f(v.get("iqm")),
             f"{f(v['min'])}-{f(v['max'])}",
             delta,
-            f(v["p_value"], ".3g"),
+            v.get("test") or "-",
+            fmt_p(v["p_value"]).replace("–", "-"),
+            fmt_p(v.get("p_holm")).replace("–", "-"),
             f(v["p_improve"], ".2f"),
         )
     out_console.print(table)
+    console.print(
+        "Δ: median of per-seed differences for paired variants (test paired-permutation), "
+        "difference of medians otherwise. " + holm_line(summary["variants"], baseline),
+        markup=False,
+    )
+    for name, v in summary["variants"].items():
+        if name != baseline and v.get("pairing") and not v.get("paired"):
+            console.print(f"{name}: {v['pairing']}", markup=False)
     cells = summary["cells"]
     if cells["complete"] < cells["total"]:
         console.print(
-            f"[yellow]partial: {cells['complete']}/{cells['total']} cells complete; missing: "
+            f"partial: {cells['complete']}/{cells['total']} cells complete; missing: "
             + ", ".join(cells["missing"]),
             markup=False,
+            style="yellow",
         )
     for name, params in (summary.get("tuned") or {}).items():
         console.print(f"tuned {name}: {params_text(params)}", markup=False)

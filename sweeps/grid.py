@@ -60,6 +60,8 @@ def report(
             direction=spec.direction,
             baseline=spec.baseline,
             variants=list(spec.variants),
+            seeds=list(spec.seeds),
+            overrides=spec.variants,  # pairing: a variant that changes the data is compared unpaired
         )
 
     summary = stats(spec.metric)

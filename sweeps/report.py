@@ -21,7 +21,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from experiments.io import atomic_write_bytes
-from sweeps.stats import collect
+from sweeps.stats import collect, seeds_text
 
 CELL_COLUMNS = ("variant", "seed", "state", "diverged", "wall_s", "trial", "wandb_id", "error")
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
@@ -112,21 +112,65 @@ def head_digest(seeds: dict[int, dict[str, Any]]) -> tuple[float, str]:
     return mean_ent, f"L{layer}H{head} ({avg[layer, head]:+.3g})"
 
 
-def _row_cells(name: str, v: dict[str, Any], baseline: str) -> list[str]:
-    ci = v["ci95"]
-    delta = "0 (baseline)" if name == baseline else fmt(v["delta_median"], "+.4g")
-    if ci is not None:
-        delta += f" [{fmt(ci[0], '+.3g')}, {fmt(ci[1], '+.3g')}]"
-    std = f" ± {fmt(v['std'], '.3g')}" if v["std"] is not None else ""
+# The base configuration that matters for reading a result (report.md's "Design" line).
+BASE_HIGHLIGHTS = {
+    "steps": "trainer.max_steps",
+    "lr": "optim.lr",
+    "batch": "data.batch_size",
+    "d_model": "model.d_model",
+    "layers": "model.n_layers",
+    "heads": "model.n_heads",
+    "PE": "model.pe",
+    "norm": "model.norm",
+}
+# Metric names that are proportions in [0, 1] (3 decimals); anything else gets 4.
+PROPORTION_WORDS = ("acc", "f1", "precision", "recall", "auc", "mcc", "error_rate")
+
+
+def decimals(metric: str) -> int:
+    """Fixed decimals for a metric's values: 3 for accuracy-like proportions, 4 otherwise (loss)."""
+    name = metric.lower()
+    return 3 if any(w in name for w in PROPORTION_WORDS) and "loss" not in name else 4
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value with 4 fixed decimals (``0.0079``, ``1.0000``); ``<0.0001`` below that."""
+    if p is None:
+        return "–"
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def _ci(ci: list[float | None] | None, d: int, sign: str = "") -> str:
+    return "" if ci is None else f" [{fmt(ci[0], f'{sign}.{d}f')}, {fmt(ci[1], f'{sign}.{d}f')}]"
+
+
+def _row_cells(name: str, v: dict[str, Any], baseline: str, d: int = 3) -> list[str]:
+    """One table row; ``d`` = decimals of the metric's values (see ``decimals``)."""
+    f, s = f".{d}f", f"+.{d}f"
+    std = f" ± {fmt(v['std'], f)}" if v["std"] is not None else ""
+    if name == baseline:
+        delta, paired = "0 (baseline)", ""
+    else:
+        delta = fmt(v["delta_median"], s) + _ci(v["ci95"], d, "+")
+        paired = (
+            fmt(v.get("delta_paired_median"), s) + _ci(v.get("ci95_paired"), d, "+")
+            if v.get("paired")
+            else "–"
+        )
     return [
         name,
         str(v["n"]),
         str(v["n_diverged"]),
-        f"{fmt(v['median'])} [{fmt(v['q1'])}, {fmt(v['q3'])}]",
-        f"{fmt(v['min'])}–{fmt(v['max'])}",
-        f"{fmt(v['mean'])}{std}",
+        f"{fmt(v['median'], f)} [{fmt(v['q1'], f)}, {fmt(v['q3'], f)}]",
+        fmt(v.get("iqm"), f) + _ci(v.get("iqm_ci95"), d),
+        f"{fmt(v['min'], f)}–{fmt(v['max'], f)}",
+        f"{fmt(v['mean'], f)}{std}",
         delta,
-        fmt(v["p_value"], ".3g"),
+        paired,
+        v.get("test") or "–",
+        fmt_p(v["p_value"]),
+        fmt_p(v.get("p_holm")),
+        fmt_p(v.get("p_mwu")),
         fmt(v["p_improve"], ".2f"),
     ]
 
@@ -136,10 +180,15 @@ HEADER = [
     "n",
     "diverged",
     "median [q1, q3]",
+    "IQM [95% CI]",
     "min–max",
     "mean ± std",
     "Δ median [95% CI]",
+    "Δ paired [95% CI]",
+    "test",
     "p",
+    "p Holm",
+    "p MWU",
     "P(improve)",
 ]
 
@@ -154,30 +203,91 @@ def _status_line(summary: dict[str, Any]) -> str:
 
 
 NOTES = (
-    "Median over seeds with IQR; Δ median vs the baseline with a percentile bootstrap 95% CI; "
-    "p: two-sided Mann-Whitney U; P(improve): P(variant better than baseline) + ½ P(tie). "
+    "Median over seeds with IQR; IQM: interquartile mean (trim 25 % each end) with a percentile "
+    "bootstrap 95% CI over seeds; Δ median: difference of medians vs the baseline with a percentile "
+    "bootstrap 95% CI (samples resampled independently); Δ paired: median of the per-seed differences "
+    "with a bootstrap CI over seeds (paired variants only). "
+    "p: the exact two-sided permutation test named in 'test': paired-permutation = sign flips of the "
+    "per-seed differences, used when the variant has a complete value for exactly the baseline's seeds "
+    "(it cannot go below 2/2^n: 0.0625 at 5 seeds); mwu-exact = Mann-Whitney U with ties, otherwise. "
+    "p MWU: the unpaired exact test, shown for every variant. "
+    "P(improve): P(variant better than baseline) + ½ P(tie). "
     "Diverged seeds are included (a diverged NaN counts as the worst value)."
 )
 
 
-def _markdown(summary: dict[str, Any], heads: dict[str, Any], tuned: dict[str, Any] | None) -> str:
+def holm_line(variants: dict[str, dict[str, Any]], baseline: str) -> str:
+    """The one line that says p Holm is adjusted, across how many comparisons, and which p leads."""
+    k = sum(v.get("p_value") is not None for n, v in variants.items() if n != baseline)
+    return (
+        f"p Holm: p Holm-adjusted across the k = {k} comparisons with the baseline. "
+        "p (the exact test of the design, named in 'test') leads."
+    )
+
+
+def _pairing_lines(variants: dict[str, dict[str, Any]], baseline: str) -> list[str]:
+    return [f"{n}: {v['pairing']}" for n, v in variants.items() if n != baseline and v.get("pairing")]
+
+
+def read_design(run_dir: Path) -> dict[str, Any] | None:
+    """The run folder's spec.json (seeds, base configuration, variant overrides), if there is one."""
+    try:
+        spec = json.loads((Path(run_dir) / "spec.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return spec if isinstance(spec, dict) else None
+
+
+def _flat(tree: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for section, values in tree.items():
+        if isinstance(values, dict):
+            out.update({f"{section}.{k}": v for k, v in values.items()})
+        else:
+            out[section] = values
+    return out
+
+
+def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[str]:
+    """Seeds, the base configuration that matters, and each variant's overrides."""
+    seeds = (summary.get("methods") or {}).get("seeds") or (spec or {}).get("seeds") or []
+    lines = [f"Seeds: {seeds_text(seeds)} ({len(seeds)} per variant)." if seeds else "Seeds: not recorded."]
+    if spec and isinstance(spec.get("base"), dict):
+        flat = _flat(spec["base"])
+        base = ", ".join(f"{label} {flat[key]}" for label, key in BASE_HIGHLIGHTS.items() if key in flat)
+        lines.append(f"Base configuration: {base}.")
+    if spec and isinstance(spec.get("variants"), dict):
+        for name, ov in spec["variants"].items():
+            text = ", ".join(f"{k}={v}" for k, v in ov.items()) if ov else "none (the baseline)"
+            lines.append(f"Overrides of {name}: {text}.")
+    return lines
+
+
+def _markdown(
+    summary: dict[str, Any], heads: dict[str, Any], tuned: dict[str, Any] | None, spec: dict[str, Any] | None
+) -> str:
+    base, d = summary["baseline"], decimals(summary["metric"])
     lines = [
         f"# {summary['experiment']}: {summary['metric']} ({summary['direction']})",
         "",
         _status_line(summary),
         "",
+        *(f"- {line}" for line in design_lines(summary, spec)),
+        "",
         "| " + " | ".join(HEADER) + " |",
         "|" + "---|" * len(HEADER),
     ]
     for name, v in summary["variants"].items():
-        lines.append("| " + " | ".join(_row_cells(name, v, summary["baseline"])) + " |")
+        lines.append("| " + " | ".join(_row_cells(name, v, base, d)) + " |")
+    lines += ["", holm_line(summary["variants"], base), ""]
+    lines += [f"- {line}" for line in _pairing_lines(summary["variants"], base)]
     lines += ["", NOTES, ""]
     for metric, variants in summary.get("extra_metrics", {}).items():
         lines += [f"## {metric}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
         lines += [
-            "| " + " | ".join(_row_cells(n, v, summary["baseline"])) + " |" for n, v in variants.items()
+            "| " + " | ".join(_row_cells(n, v, base, decimals(metric))) + " |" for n, v in variants.items()
         ]
-        lines.append("")
+        lines += ["", holm_line(variants, base), ""]
     if heads:
         lines += [
             "## Attention heads",
@@ -245,19 +355,29 @@ def _html(
     rows: list[dict[str, Any]],
     heads: dict[str, Any],
     tuned: dict[str, Any] | None,
+    spec: dict[str, Any] | None = None,
 ) -> str:
     esc = html.escape
     body = [f"<h1>{esc(summary['experiment'])}: {esc(summary['metric'])} ({esc(summary['direction'])})</h1>"]
     cls = "warn" if summary["cells"]["missing"] else "small"
     body.append(f"<p class='{cls}'>{esc(_status_line(summary))}</p>")
+    base, d = summary["baseline"], decimals(summary["metric"])
     body.append(
-        _table_html(HEADER, [_row_cells(n, v, summary["baseline"]) for n, v in summary["variants"].items()])
+        "<ul class='small'>" + "".join(f"<li>{esc(x)}</li>" for x in design_lines(summary, spec)) + "</ul>"
     )
+    body.append(_table_html(HEADER, [_row_cells(n, v, base, d) for n, v in summary["variants"].items()]))
+    body.append(f"<p>{esc(holm_line(summary['variants'], base))}</p>")
+    pairing = _pairing_lines(summary["variants"], base)
+    if pairing:
+        body.append("<ul class='small'>" + "".join(f"<li>{esc(x)}</li>" for x in pairing) + "</ul>")
     body.append(f"<p class='small'>{esc(NOTES)}</p>")
     body.append(f"<img src='{png_data_uri(plot_metric(summary, rows))}' alt='metric per variant'>")
     for metric, variants in summary.get("extra_metrics", {}).items():
         body.append(f"<h2>{esc(metric)}</h2>")
-        body.append(_table_html(HEADER, [_row_cells(n, v, summary["baseline"]) for n, v in variants.items()]))
+        body.append(
+            _table_html(HEADER, [_row_cells(n, v, base, decimals(metric)) for n, v in variants.items()])
+        )
+        body.append(f"<p>{esc(holm_line(variants, base))}</p>")
     if heads:
         digest = [[n, f"{e:.3f}", top] for n, (e, top) in ((n, head_digest(s)) for n, s in heads.items())]
         body.append(
@@ -298,11 +418,12 @@ def write_report(
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     heads = load_heads(run_dir)
+    spec = read_design(run_dir)  # seeds, base configuration and overrides for report.md/html
     # allow_nan=False: a NaN that slipped into the summary is a bug, not something to write.
     text = json.dumps(summary, indent=2, allow_nan=False)
     return {
         "summary": atomic_write(run_dir / "summary.json", text + "\n"),
         "csv": atomic_write(run_dir / "results.csv", _csv(rows)),
-        "markdown": atomic_write(run_dir / "report.md", _markdown(summary, heads, tuned)),
-        "html": atomic_write(run_dir / "report.html", _html(run_dir, summary, rows, heads, tuned)),
+        "markdown": atomic_write(run_dir / "report.md", _markdown(summary, heads, tuned, spec)),
+        "html": atomic_write(run_dir / "report.html", _html(run_dir, summary, rows, heads, tuned, spec)),
     }

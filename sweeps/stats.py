@@ -1,16 +1,27 @@
-"""Per-variant statistics of an ablation study: median, IQR, bootstrap CI of Δ median, rank test.
+"""Per-variant statistics of an ablation study: median, IQR, IQM, exact permutation tests, Holm.
 
 Why medians and rank statistics: the seeds of one variant often split into "solved" and
 "stuck at chance" (DESIGN.md), so a mean describes no actual run and a t-test assumes a
-normality that the sample does not have. The Mann-Whitney U test (Mann & Whitney, 1947)
-and the percentile bootstrap (Efron, 1979) assume neither; both come from scipy.
+normality that the sample does not have. Ties are the rule (accuracy saturates at 1.000 or
+sits at 0.500), so every p-value here comes from an exact permutation distribution that
+counts ties correctly, not from a normal approximation:
+
+- unpaired: the Mann-Whitney U test (Mann & Whitney, 1947) with midranks, its null
+  distribution enumerated over all C(n1 + n2, n1) splits of the pooled values;
+- paired (the variant shares every seed with the baseline, and a seed means the same data
+  for both): the sign-flip permutation test on the per-seed differences, enumerated over
+  all 2^n sign vectors.
+
+Beside them: percentile bootstrap CIs (Efron, 1979), the interquartile mean (IQM, Agarwal et
+al. 2021) and Holm's step-down adjustment (Holm, 1979) over the k comparisons with the baseline.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from math import comb
 from typing import Any
 
 import numpy as np
@@ -30,9 +41,36 @@ STAT_KEYS = (
     "ci95",
     "p_value",
     "p_improve",
+    "iqm",
+    "iqm_ci95",
+    "test",
+    "paired",
+    "pairing",
+    "p_holm",
+    "p_mwu",
+    "p_paired",
+    "delta_paired_median",
+    "ci95_paired",
 )
-# The order of a variant's entry in summary.json (the schema others read).
+# The order of a variant's entry in summary.json (the schema others read). The first 13 keys
+# are the original schema; the rest were added after them (additive).
 VARIANT_KEYS = ("n", "n_diverged", *STAT_KEYS[1:])
+
+# Test names (a variant's "test"): the test behind its p_value.
+TEST_PAIRED = "paired-permutation"  # exact sign-flip over all 2^n sign vectors
+TEST_PAIRED_MC = "paired-permutation-mc"  # Monte Carlo sign flips (n > EXACT_PAIRED_MAX)
+TEST_MWU = "mwu-exact"  # exact Mann-Whitney U over all C(n1+n2, n1) splits, midranks for ties
+TEST_MWU_MC = "mwu-permutation-mc"  # Monte Carlo splits (n1 + n2 > EXACT_MWU_MAX)
+EXACT_PAIRED_MAX = 20  # 2^20 sign vectors
+EXACT_MWU_MAX = 200  # pooled size up to which the U distribution is counted exactly
+MC_RESAMPLES = 100_000
+N_BOOT = 10_000
+BOOT_SEED = 0
+IQM_TRIM = 0.25
+# data.* keys that do not change which examples a run sees, nor in which order: a variant that
+# overrides any other data.* key (data.seed, the task, the sizes, the batch size, ...) has seeds
+# that no longer index the same data as the baseline's, so it is compared unpaired.
+SEED_NEUTRAL_DATA_KEYS = frozenset({"data.num_workers", "data.cache_dir"})
 
 Cell = tuple[int, float, bool]  # (seed, metric value, diverged)
 
@@ -50,27 +88,165 @@ def _median_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.median(x, axis=axis) - np.median(y, axis=axis)
 
 
+def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return stats.trim_mean(x, IQM_TRIM, axis=axis)
+
+
+def _median(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(x, axis=axis)
+
+
+def _bootstrap(
+    data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray], n_boot: int, seed: int
+) -> list[float | None]:
+    """Percentile bootstrap 95 % CI; samples resampled independently, seeded."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # degenerate (all equal) resamples are a valid answer here
+        boot = stats.bootstrap(
+            data,
+            statistic,
+            n_resamples=n_boot,
+            paired=False,
+            vectorized=True,
+            confidence_level=0.95,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+    return [_num(boot.confidence_interval.low), _num(boot.confidence_interval.high)]
+
+
+def iqm(values: Sequence[float]) -> float | None:
+    """Interquartile mean: the mean after dropping floor(n/4) values at each end.
+
+    ``scipy.stats.trim_mean(x, 0.25)``, as rliable: for n < 4 nothing is trimmed (the mean),
+    for n = 5 it is the mean of the middle 3, for n = 8 of the middle 4.
+    """
+    x = np.asarray(values, dtype=float).reshape(-1)
+    return _num(_iqm(x)) if x.size else None
+
+
+# ---- exact tests ------------------------------------------------------------------------------
+
+
+def mwu_exact(x: Sequence[float], y: Sequence[float], *, seed: int = BOOT_SEED) -> tuple[float, str]:
+    """Two-sided Mann-Whitney U p-value from the exact permutation distribution, ties included.
+
+    The pooled values get midranks; under H0 every split of them into n1 + n2 is equally likely.
+    p = P(|U - n1 n2 / 2| >= |U_obs - n1 n2 / 2|). Twice the midranks are integers, so the test
+    counts, for every subset size and doubled rank sum, the number of subsets (a knapsack over
+    the pooled values: exactly the enumeration of all C(n1 + n2, n1) splits, grouped by their
+    statistic) and compares integers: no float tolerance is needed. Above EXACT_MWU_MAX pooled
+    values it draws MC_RESAMPLES random splits instead (seeded). Returns (p, test name).
+    """
+    x = np.asarray(x, dtype=float).reshape(-1)
+    y = np.asarray(y, dtype=float).reshape(-1)
+    n1, n2 = x.size, y.size
+    if n1 == 0 or n2 == 0:
+        raise ValueError("both samples need at least one value")
+    big = n1 + n2
+    r2 = np.rint(2 * stats.rankdata(np.concatenate([x, y]))).astype(np.int64)  # doubled midranks
+    t_obs = int(r2[:n1].sum())
+    center = n1 * (big + 1)  # E[doubled rank sum of x] = n1 (N + 1)
+    dev_obs = abs(t_obs - center)
+    if big > EXACT_MWU_MAX:
+        rng = np.random.default_rng(seed)
+        hits, done = 0, 0
+        while done < MC_RESAMPLES:
+            b = min(1000, MC_RESAMPLES - done)
+            perm = np.argsort(rng.random((b, big)), axis=1)[:, :n1]
+            hits += int(np.count_nonzero(np.abs(r2[perm].sum(axis=1) - center) >= dev_obs))
+            done += b
+        return (hits + 1) / (MC_RESAMPLES + 1), TEST_MWU_MC
+    k = min(n1, n2)  # the smaller side: |T_y - E T_y| = |T_x - E T_x|, so the same extreme set
+    if k == n2:
+        t_obs = int(r2[n1:].sum())
+        center = n2 * (big + 1)
+    top = int(np.sort(r2)[-k:].sum())  # the largest doubled rank sum of k values
+    ways = np.zeros((k + 1, top + 1))  # ways[j, s]: subsets of size j with doubled rank sum s
+    ways[0, 0] = 1.0
+    for r in r2:
+        ways[1:, r:] += ways[:-1, : top + 1 - r].copy()
+    sums = np.arange(top + 1)
+    dist = ways[k]
+    extreme = np.abs(sums - center) >= abs(t_obs - center)
+    return float(min(1.0, dist[extreme].sum() / comb(big, k))), TEST_MWU
+
+
+def sign_flip(d: Sequence[float], *, seed: int = BOOT_SEED) -> tuple[float, str]:
+    """Two-sided paired permutation (sign-flip) p-value of per-pair differences ``d``.
+
+    Under H0 each difference is as likely +d_i as -d_i. Statistic: S = sum(d);
+    p = P(|S*| >= |S_obs|) over all 2^n sign vectors (zeros flip to themselves and contribute
+    nothing). The comparison allows a relative float tolerance of 1e-9 of sum |d|, so sums that
+    are equal in exact arithmetic (0.1 + 0.2 vs 0.3) count as ties. n > EXACT_PAIRED_MAX nonzero
+    differences: MC_RESAMPLES random sign vectors (seeded). Returns (p, test name).
+    """
+    d = np.asarray(d, dtype=float).reshape(-1)
+    d = d[d != 0]
+    if d.size == 0:
+        return 1.0, TEST_PAIRED
+    obs = abs(float(d.sum()))
+    tol = 1e-9 * float(np.abs(d).sum())
+    if d.size > EXACT_PAIRED_MAX:
+        rng = np.random.default_rng(seed)
+        hits, done = 0, 0
+        while done < MC_RESAMPLES:
+            b = min(10_000, MC_RESAMPLES - done)
+            signs = rng.choice(np.array([-1.0, 1.0]), size=(b, d.size))
+            hits += int(np.count_nonzero(np.abs(signs @ d) >= obs - tol))
+            done += b
+        return (hits + 1) / (MC_RESAMPLES + 1), TEST_PAIRED_MC
+    sums = np.zeros(1)
+    for v in d:
+        sums = np.concatenate([sums + v, sums - v])
+    return float(np.count_nonzero(np.abs(sums) >= obs - tol) / sums.size), TEST_PAIRED
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values (monotone, capped at 1); None entries stay None.
+
+    With the m given p-values sorted ascending p(1) <= ... <= p(m):
+    p_holm(i) = max over j <= i of min(1, (m - j + 1) p(j)).
+    """
+    given = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    m = len(given)
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, (p, i) in enumerate(given):
+        running = max(running, min(1.0, (m - rank) * float(p)))
+        out[i] = running
+    return out
+
+
+# ---- one variant --------------------------------------------------------------------------------
+
+
 def variant_stats(
     values: Sequence[float],
     baseline: Sequence[float] | None,
     *,
     direction: str = "maximize",
-    n_boot: int = 10000,
-    seed: int = 0,
+    n_boot: int = N_BOOT,
+    seed: int = BOOT_SEED,
+    paired: bool = False,
 ) -> dict[str, Any]:
     """Statistics of one variant's per-seed values, and of its difference to the baseline.
 
     `values` must be finite (summarize() maps a diverged NaN to a worst-case value first:
     silently dropping it would flatter the variant). `baseline=None` means "no comparison"
-    (used for the baseline itself): delta_median, ci95, p_value and p_improve are then None.
+    (used for the baseline itself): every comparison field is then None. `paired=True` means
+    values[i] and baseline[i] come from the same seed (same length, same order).
 
-    - delta_median = median(values) - median(baseline), whatever the direction.
-    - ci95: percentile bootstrap of the difference of medians, the two samples resampled
-      independently (paired=False: seed k of two variants shares nothing but the seed
-      number); None when either side has fewer than 2 values.
-    - p_value: two-sided Mann-Whitney U (exact for small samples without ties).
+    - iqm, iqm_ci95: interquartile mean (trim_mean 0.25) and its percentile bootstrap CI.
+    - delta_median = median(values) - median(baseline), whatever the direction; ci95: its
+      percentile bootstrap, the two samples resampled independently.
+    - p_mwu: exact two-sided Mann-Whitney U (ties by midranks), always computed.
+    - paired only: delta_paired_median = median of the per-seed differences, ci95_paired its
+      bootstrap over seeds, p_paired the exact sign-flip test.
+    - p_value: the test of the design, named in `test`: p_paired when paired, else p_mwu.
     - p_improve: P(variant better than baseline) + 0.5 P(tie) = U / (n1 n2), the common
       language effect size; "better" is lower for direction "minimize".
+    - p_holm and pairing are set by summarize() (they depend on the other variants / seeds).
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
@@ -84,35 +260,39 @@ def variant_stats(
         out.update(median=_num(median), q1=_num(q1), q3=_num(q3), min=_num(x.min()), max=_num(x.max()))
         out["mean"] = _num(x.mean())
         out["std"] = _num(x.std(ddof=1)) if x.size >= 2 else None
+        out["iqm"] = iqm(x)
+        if x.size >= 2:
+            out["iqm_ci95"] = _bootstrap((x,), _iqm, n_boot, seed)
     if baseline is None:
         return out
     y = np.asarray(baseline, dtype=float).reshape(-1)
     if not np.all(np.isfinite(y)):
         raise ValueError("baseline values must be finite")
+    if paired and x.size != y.size:
+        raise ValueError(f"paired samples need the same length, got {x.size} and {y.size}")
+    out["paired"] = bool(paired and x.size > 0)
     if x.size == 0 or y.size == 0:
         return out
     out["delta_median"] = _num(np.median(x) - np.median(y))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-tied samples: p is NaN -> None
-        res = stats.mannwhitneyu(x, y, alternative="two-sided")
-    out["p_value"] = _num(res.pvalue)
-    share = float(res.statistic) / (x.size * y.size)  # U of `values`: P(x > y) + 0.5 P(x == y)
+    out["p_mwu"], mwu_test = mwu_exact(x, y, seed=seed)
+    diff = x[:, None] - y[None, :]
+    share = float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))  # U of x / (n1 n2)
     out["p_improve"] = share if direction == "maximize" else 1.0 - share
     if x.size >= 2 and y.size >= 2:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # degenerate (all equal) resamples are a valid answer here
-            boot = stats.bootstrap(
-                (x, y),
-                _median_diff,
-                n_resamples=n_boot,
-                paired=False,
-                vectorized=True,
-                confidence_level=0.95,
-                method="percentile",
-                rng=np.random.default_rng(seed),
-            )
-        out["ci95"] = [_num(boot.confidence_interval.low), _num(boot.confidence_interval.high)]
+        out["ci95"] = _bootstrap((x, y), _median_diff, n_boot, seed)
+    if paired:
+        d = x - y
+        out["delta_paired_median"] = _num(np.median(d))
+        out["p_paired"], out["test"] = sign_flip(d, seed=seed)
+        out["p_value"] = out["p_paired"]
+        if d.size >= 2:
+            out["ci95_paired"] = _bootstrap((d,), _median, n_boot, seed)
+    else:
+        out["p_value"], out["test"] = out["p_mwu"], mwu_test
     return out
+
+
+# ---- a study ----------------------------------------------------------------------------------
 
 
 def _metric(row: dict[str, Any], metric: str) -> float | None:
@@ -180,6 +360,96 @@ def collect(
     return cells, missing, {"total": len(mine), "complete": len(complete)}
 
 
+def seeds_text(seeds: Sequence[int]) -> str:
+    """``0–4`` for a run of consecutive seeds, else ``0, 2, 5``."""
+    s = sorted(seeds)
+    if len(s) >= 3 and s == list(range(s[0], s[-1] + 1)):
+        return f"{s[0]}–{s[-1]}"
+    return ", ".join(map(str, s)) or "none"
+
+
+def pairing(
+    name: str,
+    cells: Sequence[Cell],
+    base_name: str,
+    base_cells: Sequence[Cell],
+    overrides: dict[str, Any] | None = None,
+) -> tuple[bool, str]:
+    """(paired?, why) for comparing variant ``name`` with the baseline.
+
+    Paired when both have a complete value for exactly the same seeds, and the variant overrides
+    no data.* key that changes which examples a seed's run sees or in which order (any data key
+    but SEED_NEUTRAL_DATA_KEYS): then seed k of both shares the data set, the data order and
+    every other seed-derived stream the variant does not change, and the per-seed difference
+    is the unit. Otherwise unpaired, and the reason says why.
+    """
+    mine, base = {s for s, _, _ in cells}, {s for s, _, _ in base_cells}
+    if not mine or not base:
+        return False, "no comparison: no complete cell on one side"
+    data_keys = sorted(
+        k for k in overrides or {} if k.startswith("data.") and k not in SEED_NEUTRAL_DATA_KEYS
+    )
+    if data_keys:
+        return False, (
+            f"unpaired: {name} overrides {', '.join(data_keys)}, so a seed does not index the same data"
+        )
+    if mine != base:
+        parts = []
+        if base - mine:
+            parts.append(f"{name} lacks seed(s) {seeds_text(base - mine)}")
+        if mine - base:
+            parts.append(f"{base_name} lacks seed(s) {seeds_text(mine - base)}")
+        return False, "unpaired: seed sets differ (" + "; ".join(parts) + ")"
+    return True, f"paired on seeds {seeds_text(mine)}"
+
+
+def methods(seeds: Sequence[int], k: int, n_boot: int = N_BOOT) -> dict[str, Any]:
+    """The summary's "methods": what every number was computed with."""
+    return {
+        "seeds": list(seeds),
+        "p_value": (
+            "the exact two-sided permutation test of the design (named per variant in 'test'): "
+            "paired sign-flip on per-seed differences when the variant is paired with the baseline, "
+            "Mann-Whitney U otherwise; p_mwu (unpaired) is always reported too"
+        ),
+        "paired_test": {
+            "name": TEST_PAIRED,
+            "statistic": "sum of per-seed differences (variant - baseline); zeros contribute nothing",
+            "exact_up_to_n": EXACT_PAIRED_MAX,
+            "monte_carlo": {"name": TEST_PAIRED_MC, "resamples": MC_RESAMPLES, "rng_seed": BOOT_SEED},
+        },
+        "unpaired_test": {
+            "name": TEST_MWU,
+            "statistic": "Mann-Whitney U with midranks for ties; P(|U - n1 n2/2| >= |U_obs - n1 n2/2|)",
+            "exact_up_to_n1_plus_n2": EXACT_MWU_MAX,
+            "monte_carlo": {"name": TEST_MWU_MC, "resamples": MC_RESAMPLES, "rng_seed": BOOT_SEED},
+        },
+        "pairing": (
+            "per variant: paired when the variant and the baseline have a complete value for the same "
+            "seeds and the variant overrides no data key that changes a seed's data "
+            f"(all data.* keys but {', '.join(sorted(SEED_NEUTRAL_DATA_KEYS))}); else unpaired"
+        ),
+        "ci": {
+            "method": "percentile bootstrap (scipy.stats.bootstrap)",
+            "confidence": 0.95,
+            "resamples": n_boot,
+            "rng_seed": BOOT_SEED,
+            "ci95": "difference of medians, the two samples resampled independently",
+            "ci95_paired": "median of per-seed differences, seeds resampled",
+            "iqm_ci95": "interquartile mean, seeds resampled",
+        },
+        "iqm": "scipy.stats.trim_mean(x, 0.25): floor(n/4) values dropped at each end (none for n < 4)",
+        "multiple_comparisons": {
+            "method": "holm",
+            "adjusts": "p_value",
+            "family": "the variants' comparisons with the baseline, per metric",
+            "k": k,
+        },
+        "p_improve": "U / (n1 n2) = P(variant better) + 0.5 P(tie), from the unpaired values",
+        "diverged": "included with the metric reached; a non-finite metric counts as the worst value",
+    }
+
+
 def summarize(
     rows: Sequence[dict[str, Any]],
     *,
@@ -188,21 +458,42 @@ def summarize(
     direction: str,
     baseline: str,
     variants: list[str],
+    seeds: Sequence[int] | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    n_boot: int = N_BOOT,
 ) -> dict[str, Any]:
-    """The summary.json document (JSON-safe: no NaN, only None) of one study."""
+    """The summary.json document (JSON-safe: no NaN, only None) of one study.
+
+    ``seeds``: the study's seed list (methods.seeds; default: the seeds of the rows);
+    ``overrides``: each variant's dotted overrides (spec.variants), used to decide pairing.
+    """
+    from sweeps.provenance import versions
+
     if baseline not in variants:
         raise ValueError(f"baseline {baseline!r} is not one of the variants {variants}")
     cells, missing, counts = collect(rows, metric=metric, direction=direction, variants=variants)
-    base_values = [v for _, v, _ in cells[baseline]]
+    base_by_seed = {s: v for s, v, _ in cells[baseline]}
     out_variants: dict[str, dict[str, Any]] = {}
     for name in variants:
-        values = [v for _, v, _ in cells[name]]
         is_base = name == baseline
-        st = variant_stats(values, None if is_base else base_values, direction=direction)
-        if is_base and st["median"] is not None:
-            st["delta_median"] = 0.0  # the baseline against itself; CI/p/P(improve) stay None
+        if is_base:
+            st = variant_stats([v for _, v, _ in cells[name]], None, direction=direction, n_boot=n_boot)
+            if st["median"] is not None:
+                st["delta_median"] = 0.0  # the baseline against itself; CI/p/P(improve) stay None
+        else:
+            paired, why = pairing(name, cells[name], baseline, cells[baseline], (overrides or {}).get(name))
+            values = [v for _, v, _ in cells[name]]  # sorted by seed (collect)
+            base = [base_by_seed[s] for s, _, _ in cells[name]] if paired else list(base_by_seed.values())
+            st = variant_stats(values, base, direction=direction, n_boot=n_boot, paired=paired)
+            st["pairing"] = why
         st["n_diverged"] = sum(d for _, _, d in cells[name])
         out_variants[name] = {k: st[k] for k in VARIANT_KEYS}
+    others = [n for n in variants if n != baseline]
+    for name, p in zip(others, holm([out_variants[n]["p_value"] for n in others]), strict=True):
+        out_variants[name]["p_holm"] = p
+    k = sum(out_variants[n]["p_value"] is not None for n in others)
+    if seeds is None:
+        seeds = sorted({int(r["seed"]) for r in rows if r.get("variant") in variants})
     return {
         "experiment": experiment,
         "metric": metric,
@@ -210,4 +501,6 @@ def summarize(
         "baseline": baseline,
         "cells": {**counts, "missing": missing},
         "variants": out_variants,
+        "methods": methods(seeds, k, n_boot),
+        "versions": versions(),
     }

@@ -132,7 +132,16 @@ def _summary() -> dict:
 
 def test_summary_schema_exact() -> None:
     s = _summary()
-    assert list(s) == ["experiment", "metric", "direction", "baseline", "cells", "variants"]
+    assert list(s) == [
+        "experiment",
+        "metric",
+        "direction",
+        "baseline",
+        "cells",
+        "variants",
+        "methods",
+        "versions",
+    ]
     assert list(s["cells"]) == ["total", "complete", "missing"]
     assert list(s["variants"]) == ["base", "no_pe", "post_ln"]
     expected = [
@@ -149,6 +158,16 @@ def test_summary_schema_exact() -> None:
         "ci95",
         "p_value",
         "p_improve",
+        "iqm",
+        "iqm_ci95",
+        "test",
+        "paired",
+        "pairing",
+        "p_holm",
+        "p_mwu",
+        "p_paired",
+        "delta_paired_median",
+        "ci95_paired",
     ]
     assert list(VARIANT_KEYS) == expected
     for v in s["variants"].values():
@@ -161,7 +180,7 @@ def test_diverged_included_and_nan_is_worst() -> None:
     no_pe = _summary()["variants"]["no_pe"]
     assert no_pe["n"] == 5 and no_pe["n_diverged"] == 2
     assert no_pe["min"] == 0.0 and no_pe["median"] == pytest.approx(0.49)  # values 0.5 .52 .49 .2 0.0
-    ref = variant_stats([0.5, 0.52, 0.49, 0.2, 0.0], BASE)
+    ref = variant_stats([0.5, 0.52, 0.49, 0.2, 0.0], BASE, paired=True)  # seeds 0-4 on both sides
     assert no_pe["ci95"] == ref["ci95"] and no_pe["p_value"] == ref["p_value"]
 
 
