@@ -62,12 +62,33 @@ SUMMARY = {
             median=0.873,
             q1=0.863,
             q3=0.952,
+            iqm=0.9,
             min=0.804,
             max=0.96,
             delta_median=-0.125,
             ci95=[-0.193, -0.037],
             p_value=0.007936507936507936,  # 2/252
+            p_holm=0.015873015873015872,
+            p_mwu=0.007936507936507936,
             p_improve=0.0,
+            paired=False,
+        ),
+        "no_pe": _variant(
+            median=0.996,
+            q1=0.996,
+            q3=0.998,
+            iqm=0.997,
+            min=0.993,
+            max=0.999,
+            delta_median=-0.002,
+            ci95=[-0.005, 0.007],
+            delta_paired_median=-0.001,
+            ci95_paired=[-0.004, 0.002],
+            p_value=0.6875,
+            p_holm=0.6875,
+            p_mwu=0.69,
+            p_improve=0.4,
+            paired=True,
         ),
     },
 }
@@ -80,8 +101,12 @@ SPEC = {
 def test_rows_of_one_known_summary() -> None:
     rows = rt.experiment_rows(SUMMARY, SPEC)
     assert rows == [
-        "| multi-lookup (3000) | baseline | 0.998 [0.997, 0.999] | 0.989–1.000 | | | |",
-        "| | single_head | 0.873 [0.863, 0.952] | 0.804–0.960 | −0.125 [−0.193, −0.037] | 0.008 | 0.00 |",
+        "| multi-lookup (3000) | baseline | 0.998 [0.997, 0.999] | – | 0.989–1.000 | | | | | |",
+        "| | single_head | 0.873 [0.863, 0.952] | 0.900 | 0.804–0.960 | −0.125 [−0.193, −0.037] | 0.008"
+        " | 0.016 | 0.008 | 0.00 |",
+        # paired: Δ is the median of per-seed differences with its own CI
+        "| | no_pe | 0.996 [0.996, 0.998] | 0.997 | 0.993–0.999 | −0.001 [−0.004, +0.002] | 0.69 | 0.69"
+        " | 0.69 | 0.40 |",
     ]
     assert "\u2212" in rows[1] and "-0.125" not in rows[1]  # a real minus sign, not a hyphen
 
