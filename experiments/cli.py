@@ -162,8 +162,11 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    import optuna
+
     from sweeps.grid import open_run, report
 
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "Using an existing study" line
     run_dir = Path(args.run_dir)
     spec, store = open_run(run_dir, args.storage)
     print_summary(report(spec, store, run_dir), run_dir)
