@@ -52,7 +52,7 @@ def cell_overhead(config: str, overrides: list[str], *, threads: int, cells: int
 
 
 def _child(argv: list[str]) -> int:
-    """``experiments.cli.main(argv)`` ``argv[0]`` times with a FitTimer on ``run_trial``."""
+    """``experiments.cli.main(argv)`` ``argv[0]`` times with a FitTimer on ``run_cells``."""
     import resource
 
     import experiments.run
@@ -60,18 +60,18 @@ def _child(argv: list[str]) -> int:
     from experiments.cli import main
 
     n, argv = int(argv[0]), argv[1:]
-    run_trial = experiments.run.run_trial
+    run_cells = experiments.run.run_cells
     cells: list[dict] = []
 
-    def timed_run_trial(*args, callbacks=(), **kw):  # the CLI imports run_trial at call time
-        timer = FitTimer()
-        result = run_trial(*args, callbacks=[*callbacks, timer], **kw)
+    def timed_run_cells(*args, callbacks=(), **kw):  # the CLI imports run_cells at call time
+        timer = FitTimer()  # `ablate train` without seed_parallel: one seed, one fit
+        (result,) = run_cells(*args, callbacks=[*callbacks, timer], **kw)
         eval_s = time.time() - timer.fit_start_wall - timer.fit_s  # validate + test after fit
         cells.append({"fit_s": timer.fit_s, "fit_start": timer.fit_start_wall, "steps": result.steps})
         cells[-1]["eval_s"] = eval_s
-        return result
+        return [result]
 
-    experiments.run.run_trial = timed_run_trial
+    experiments.run.run_cells = timed_run_cells
     out = argv.index("--out") + 1
     code = 0
     for i in range(n):
