@@ -1,1 +1,1 @@
-"""Benchmarks: ratios measured side by side in one process (``python -m benchmarks``)."""
+"""Benchmarks: ratios measured side by side in one process (``python -m ablate.benchmarks``)."""

@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--out benchmarks/results.json]``: performance ratios.
+"""``python -m ablate.benchmarks [--quick] [--out benchmarks/results.json]``: performance ratios.
 
 Every ratio is measured side by side in one process, the two sides interleaved
 (A B B A A B ...) with medians taken, so background load hits both equally:
@@ -40,13 +40,13 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.cell import cell_overhead
-from benchmarks.encoder import encoder_vs_torch
-from benchmarks.gpu import gpu_throughput
-from benchmarks.loop import lightning_vs_raw
-from benchmarks.seed_parallel import seed_parallel_speedup
-from experiments.config import load_config
-from experiments.run import quiet_lightning
+from ablate.benchmarks.cell import cell_overhead
+from ablate.benchmarks.encoder import encoder_vs_torch
+from ablate.benchmarks.gpu import gpu_throughput
+from ablate.benchmarks.loop import lightning_vs_raw
+from ablate.benchmarks.seed_parallel import seed_parallel_speedup
+from ablate.experiments.config import load_config
+from ablate.experiments.run import quiet_lightning
 
 CONFIG = "experiments/order.yaml"
 TARGETS = {
@@ -163,7 +163,7 @@ def print_table(r: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ablate.benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shrink everything (about a minute)")
     parser.add_argument("--out", default="benchmarks/results.json", help="JSON output path")
     parser.add_argument(

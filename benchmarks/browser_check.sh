@@ -26,7 +26,7 @@ mkdir -p "$out"
 
 port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
-(cd "$root" && exec "$python" -m experiments.cli dashboard "$run_dir" --port "$port") >"$out/dashboard.log" 2>&1 &
+(cd "$root" && exec "$python" -m ablate dashboard "$run_dir" --port "$port") >"$out/dashboard.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
 

@@ -1,8 +1,8 @@
 """``cell_overhead``: the fixed cost of cells (process start, imports, data load from cache,
 Trainer setup, writing outputs) as a share of the wall time, once per cell and once per sweep worker.
 
-The parent times a real ``python -m benchmarks.cell N train CONFIG ... --no-progress --out DIR``
-subprocess end to end. That child runs ``experiments.cli.main`` N times in one process, as a
+The parent times a real ``python -m ablate.benchmarks.cell N train CONFIG ... --no-progress --out DIR``
+subprocess end to end. That child runs ``ablate.cli.main`` N times in one process, as a
 sweep worker runs its cells one after another, with only a ``FitTimer`` callback attached to
 ``run_trial``; it reports each cell's fit-loop and final-evaluation time (and its peak RSS).
 Training and the final validation/test are the cell's work; everything else is overhead.
@@ -24,7 +24,7 @@ REPORT_ENV = "ABLATE_BENCH_CELL_REPORT"
 def cell_overhead(config: str, overrides: list[str], *, threads: int, cells: int = 1) -> dict:
     with tempfile.TemporaryDirectory(prefix="ablate-bench-cell-") as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "benchmarks.cell", str(cells), "train", config, *overrides]
+        cmd = [sys.executable, "-m", "ablate.benchmarks.cell", str(cells), "train", config, *overrides]
         cmd += ["--no-progress", "--out", str(Path(tmp) / "run")]
         env = {**os.environ, REPORT_ENV: str(report), "OMP_NUM_THREADS": str(threads)}
         t0 = time.time()
@@ -47,20 +47,20 @@ def cell_overhead(config: str, overrides: list[str], *, threads: int, cells: int
         "per_cell_overhead_s": [round(c["wall_s"] - c["fit_s"] - c["eval_s"], 3) for c in child["cells"]],
         "steps": first["steps"],
         "peak_rss_mb": child["peak_rss_mb"],
-        "command": " ".join(["python -m experiments.cli", *cmd[4:]]),
+        "command": " ".join(["python -m ablate", *cmd[4:]]),
     }
 
 
 def _child(argv: list[str]) -> int:
-    """``experiments.cli.main(argv)`` ``argv[0]`` times with a FitTimer on ``run_cells``."""
+    """``ablate.cli.main(argv)`` ``argv[0]`` times with a FitTimer on ``run_cells``."""
     import resource
 
-    import experiments.run
-    from benchmarks.loop import FitTimer
-    from experiments.cli import main
+    import ablate.experiments.run as run_module
+    from ablate.benchmarks.loop import FitTimer
+    from ablate.cli import main
 
     n, argv = int(argv[0]), argv[1:]
-    run_cells = experiments.run.run_cells
+    run_cells = run_module.run_cells
     cells: list[dict] = []
 
     def timed_run_cells(*args, callbacks=(), **kw):  # the CLI imports run_cells at call time
@@ -71,7 +71,7 @@ def _child(argv: list[str]) -> int:
         cells[-1]["eval_s"] = eval_s
         return [result]
 
-    experiments.run.run_cells = timed_run_cells
+    run_module.run_cells = timed_run_cells
     out = argv.index("--out") + 1
     code = 0
     for i in range(n):

@@ -13,9 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from benchmarks.timing import interleave, summarize
-from lit_modules.config import ModelConfig
-from lit_modules.encoder import PAD_ID, EncoderClassifier
+from ablate.benchmarks.timing import interleave, summarize
+from ablate.lit_modules.config import ModelConfig
+from ablate.lit_modules.encoder import PAD_ID, EncoderClassifier
 
 VOCAB, N_CLASSES = 20, 2
 

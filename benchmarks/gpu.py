@@ -12,9 +12,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-from benchmarks.encoder import N_CLASSES, VOCAB, make_batches
-from lit_modules.config import ModelConfig
-from lit_modules.encoder import EncoderClassifier
+from ablate.benchmarks.encoder import N_CLASSES, VOCAB, make_batches
+from ablate.lit_modules.config import ModelConfig
+from ablate.lit_modules.encoder import EncoderClassifier
 
 # Dense bf16 peak, TFLOP/s (vendor data sheets). First substring match of the device name wins.
 BF16_PEAK_TFLOPS: tuple[tuple[str, float], ...] = (

@@ -23,13 +23,13 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.gpu import gpu_throughput
-from benchmarks.loop import FitTimer
-from benchmarks.seed_parallel import sequential_steps_s, stacked_steps_s
-from datamodules import ClassificationDataModule
-from experiments.config import TrainConfig, load_config
-from experiments.run import quiet_lightning, run_trial
-from lit_modules.encoder import EncoderClassifier
+from ablate.benchmarks.gpu import gpu_throughput
+from ablate.benchmarks.loop import FitTimer
+from ablate.benchmarks.seed_parallel import sequential_steps_s, stacked_steps_s
+from ablate.datamodules import ClassificationDataModule
+from ablate.experiments.config import TrainConfig, load_config
+from ablate.experiments.run import quiet_lightning, run_trial
+from ablate.lit_modules.encoder import EncoderClassifier
 
 CONFIG = "experiments/order.yaml"
 
@@ -73,7 +73,7 @@ def compile_cost(cfg: TrainConfig, dm: ClassificationDataModule) -> dict[str, fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check")
+    parser = argparse.ArgumentParser(prog="python -m ablate.benchmarks.gpu_check")
     parser.add_argument("--smoke", action="store_true", help="tiny, on the CPU: tests this script")
     parser.add_argument("--ks", default="8,32", help="seed-parallel member counts (default 8,32)")
     parser.add_argument("--steps", type=int, default=300, help="training steps per run (default 300)")

@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=${PYTHON:-python3}; fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-exec timeout 290 "$PY" -m benchmarks.gpu_check "$@"
+exec timeout 290 "$PY" -m ablate.benchmarks.gpu_check "$@"

@@ -17,11 +17,11 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import CSVLogger
 
-from benchmarks.timing import interleave, summarize
-from datamodules import ClassificationDataModule
-from experiments.config import TrainConfig
-from experiments.run import run_trial
-from lit_modules.classifier import LitClassifier, dropout_keys, train_losses
+from ablate.benchmarks.timing import interleave, summarize
+from ablate.datamodules import ClassificationDataModule
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.run import run_trial
+from ablate.lit_modules.classifier import LitClassifier, dropout_keys, train_losses
 
 
 class FitTimer(Callback):

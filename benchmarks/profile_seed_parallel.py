@@ -1,4 +1,4 @@
-"""``python -m benchmarks.profile_seed_parallel [--k 5]``: where a seed-parallel step's time goes.
+"""``python -m ablate.benchmarks.profile_seed_parallel [--k 5]``: where a seed-parallel step's time goes.
 
 One training step (forward, backward, AdamW) of K separate encoders against one K-member
 ``StackedEncoder``, at ``experiments/order.yaml``'s model (batch 64, 33 tokens), on one CPU
@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-from experiments.config import load_config
-from lit_modules.encoder import EncoderClassifier
-from lit_modules.seed_parallel import StackedEncoder
+from ablate.experiments.config import load_config
+from ablate.lit_modules.encoder import EncoderClassifier
+from ablate.lit_modules.seed_parallel import StackedEncoder
 
 ARITHMETIC = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm")
 VOCAB, B, L = 18, 64, 33
@@ -50,7 +50,7 @@ def measure(step: Callable[[], None], reps: int = 10) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile_seed_parallel")
+    parser = argparse.ArgumentParser(prog="python -m ablate.benchmarks.profile_seed_parallel")
     parser.add_argument("--k", type=int, default=5)
     k = parser.parse_args(argv).k
     torch.set_num_threads(1)

@@ -7,11 +7,11 @@ The rounds interleave the two sides (``benchmarks.timing``).
 
 from __future__ import annotations
 
-from benchmarks.loop import FitTimer
-from benchmarks.timing import interleave, summarize
-from datamodules import ClassificationDataModule
-from experiments.config import TrainConfig
-from experiments.run import run_cells
+from ablate.benchmarks.loop import FitTimer
+from ablate.benchmarks.timing import interleave, summarize
+from ablate.datamodules import ClassificationDataModule
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.run import run_cells
 
 
 def sequential_steps_s(cfg: TrainConfig, dm: ClassificationDataModule, k: int) -> float:

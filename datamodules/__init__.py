@@ -11,11 +11,11 @@ __all__ = ["ClassificationDataModule", "DataError"]
 
 def __getattr__(name: str) -> Any:
     if name == "ClassificationDataModule":
-        from datamodules.datamodule import ClassificationDataModule
+        from ablate.datamodules.datamodule import ClassificationDataModule
 
         return ClassificationDataModule
     if name == "DataError":
-        from datamodules.text import DataError
+        from ablate.datamodules.text import DataError
 
         return DataError
     raise AttributeError(name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from lit_modules.config import ConfigError, require, validate_fields
+from ablate.errors import ConfigError, require, validate_fields
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -21,9 +21,9 @@ from tokenizers import Tokenizer
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
 
-from datamodules import text
-from datamodules.config import DataConfig
-from datamodules.tasks import TASKS
+from ablate.datamodules import text
+from ablate.datamodules.config import DataConfig
+from ablate.datamodules.tasks import TASKS
 
 CACHE_VERSION = 2  # bump when generators or the cache layout change
 # Fields that only affect batching, not the data; everything else keys the cache.

@@ -14,8 +14,8 @@ import datasets
 import numpy as np
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
-from datamodules.config import DataConfig
-from lit_modules.config import ConfigError
+from ablate.datamodules.config import DataConfig
+from ablate.errors import ConfigError
 
 EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".parquet")
 SPLIT_NAMES = {"train": ("train",), "validation": ("validation", "dev", "valid"), "test": ("test",)}

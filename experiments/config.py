@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 import yaml
 
-from datamodules.config import DataConfig
-from lit_modules.config import ConfigError, ModelConfig, OptimConfig, require, validate_fields
+from ablate.datamodules.config import DataConfig
+from ablate.errors import ConfigError, require, validate_fields
+from ablate.lit_modules.config import ModelConfig, OptimConfig
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

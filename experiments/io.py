@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from lit_modules.config import ConfigError
+from ablate.errors import ConfigError
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)

@@ -29,12 +29,12 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import Logger
 
-from datamodules import ClassificationDataModule
-from experiments.config import TrainConfig
-from experiments.io import write_json, write_yaml
-from lit_modules.classifier import LitClassifier
-from lit_modules.config import ConfigError
-from lit_modules.seed_parallel import LitSeedParallel, MemberLogger, member_metrics
+from ablate.datamodules import ClassificationDataModule
+from ablate.errors import ConfigError
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.io import write_json, write_yaml
+from ablate.lit_modules.classifier import LitClassifier
+from ablate.lit_modules.seed_parallel import LitSeedParallel, MemberLogger, member_metrics
 
 
 @dataclass

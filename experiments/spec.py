@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from experiments.config import TrainConfig, parse_overrides, read_yaml
-from lit_modules.config import ConfigError, require
+from ablate.errors import ConfigError, require
+from ablate.experiments.config import TrainConfig, parse_overrides, read_yaml
 
 SPEC_KEYS = (
     "name",

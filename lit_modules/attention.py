@@ -14,9 +14,9 @@ import math
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lit_modules.config import ModelConfig
-from lit_modules.dropout import KeyedDropout
-from lit_modules.positional import PositionalEncoding
+from ablate.lit_modules.config import ModelConfig
+from ablate.lit_modules.dropout import KeyedDropout
+from ablate.lit_modules.positional import PositionalEncoding
 
 
 class MultiHeadAttention(nn.Module):

@@ -18,7 +18,7 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor
 
-from lit_modules.encoder import EncoderClassifier
+from ablate.lit_modules.encoder import EncoderClassifier
 
 CLS_TOKEN = "[CLS]"
 

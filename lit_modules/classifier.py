@@ -16,8 +16,8 @@ from torch import nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
-from lit_modules.config import ModelConfig, OptimConfig
-from lit_modules.encoder import EncoderClassifier
+from ablate.lit_modules.config import ModelConfig, OptimConfig
+from ablate.lit_modules.encoder import EncoderClassifier
 
 
 def warmup_cosine(step: int, warmup: int, total: int, min_ratio: float) -> float:

@@ -8,70 +8,10 @@ the code.
 
 from __future__ import annotations
 
-import dataclasses
-import typing
 from dataclasses import dataclass
-from typing import Literal, get_args, get_origin
+from typing import Literal
 
-
-class ConfigError(ValueError):
-    """A configuration or input the user can fix; the CLI exits with code 2."""
-
-
-def choices(cls: type, name: str) -> tuple | None:
-    """The allowed values of a ``Literal`` field, or None for other fields."""
-    hint = typing.get_type_hints(cls)[name]
-    if get_origin(hint) is Literal:
-        return get_args(hint)
-    return None
-
-
-def validate_fields(obj: object) -> None:
-    """Type-check every field and check ``Literal`` choices, naming the field."""
-    cls = type(obj)
-    hints = typing.get_type_hints(cls)
-    prefix = getattr(cls, "SECTION", cls.__name__)
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        hint = hints[f.name]
-        key = f"{prefix}.{f.name}"
-        allowed = choices(cls, f.name)
-        if allowed is not None:
-            if value not in allowed:
-                raise ConfigError(
-                    f"{key}={value!r} is not a valid choice; choose one of {', '.join(map(repr, allowed))}"
-                )
-            continue
-        types = tuple(t for t in (get_args(hint) or (hint,)) if isinstance(t, type))
-        if type(None) in types and value is None:
-            continue
-        if float in types and isinstance(value, int) and not isinstance(value, bool):
-            object.__setattr__(obj, f.name, float(value))
-            continue
-        if float in types and isinstance(value, str):
-            # PyYAML reads "1e-3" as a string (YAML 1.1); accept it as a float.
-            try:
-                object.__setattr__(obj, f.name, float(value))
-                continue
-            except ValueError:
-                pass
-        if isinstance(value, bool) and bool not in types:
-            raise ConfigError(f"{key}={value!r} has the wrong type; expected {_type_name(hint)}")
-        if types and not isinstance(value, types):
-            raise ConfigError(f"{key}={value!r} has the wrong type; expected {_type_name(hint)}")
-
-
-def _type_name(hint: object) -> str:
-    args = get_args(hint)
-    if args:
-        return " or ".join(getattr(a, "__name__", str(a)).replace("NoneType", "null") for a in args)
-    return getattr(hint, "__name__", str(hint))
-
-
-def require(cond: bool, message: str) -> None:
-    if not cond:
-        raise ConfigError(message)
-
+from ablate.errors import require, validate_fields
 
 PE = Literal["none", "sinusoidal", "learned", "rope", "alibi"]
 

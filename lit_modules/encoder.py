@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from lit_modules.attention import MultiHeadAttention
-from lit_modules.config import ModelConfig
-from lit_modules.dropout import KeyedDropout, number_sites
-from lit_modules.positional import POSITIONAL, PositionalEncoding
+from ablate.lit_modules.attention import MultiHeadAttention
+from ablate.lit_modules.config import ModelConfig
+from ablate.lit_modules.dropout import KeyedDropout, number_sites
+from ablate.lit_modules.positional import POSITIONAL, PositionalEncoding
 
 # String-keyed activations, as in Hugging Face's ACT2FN. GELU is the exact (erf) form, like torch's.
 ACTIVATIONS: dict[str, type[nn.Module]] = {"gelu": nn.GELU, "relu": nn.ReLU}

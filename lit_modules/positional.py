@@ -28,7 +28,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from lit_modules.config import ModelConfig
+from ablate.lit_modules.config import ModelConfig
 
 
 class PositionalEncoding(nn.Module):

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 from torch.nn.utils import get_total_norm
 
-from lit_modules.classifier import (
+from ablate.lit_modules.classifier import (
     Batch,
     adamw_warmup_cosine,
     classification_metrics,
@@ -32,8 +32,8 @@ from lit_modules.classifier import (
     move_batch,
     train_losses,
 )
-from lit_modules.config import ModelConfig, OptimConfig
-from lit_modules.encoder import EncoderClassifier
+from ablate.lit_modules.config import ModelConfig, OptimConfig
+from ablate.lit_modules.encoder import EncoderClassifier
 
 
 class StackedEncoder(nn.Module):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from sweeps.report import CSS, atomic_write, figure_png, fmt, png_data_uri
+from ablate.sweeps.report import CSS, atomic_write, figure_png, fmt, png_data_uri
 
 TOP_K = 5
 

@@ -17,9 +17,9 @@ from wsgiref.simple_server import make_server
 from optuna.artifacts import FileSystemArtifactStore
 from optuna.storages import BaseStorage
 
-from lit_modules.config import ConfigError
-from sweeps.loop import default_storage
-from sweeps.store import open_storage
+from ablate.errors import ConfigError
+from ablate.sweeps.loop import default_storage
+from ablate.sweeps.store import open_storage
 
 
 def check_port_free(host: str, port: int) -> None:

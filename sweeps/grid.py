@@ -1,7 +1,7 @@
 """``ablate sweep``: run every (variant, seed) cell of an experiment, then report.
 
 The driver process creates the study and its cells, starts ``--workers``
-worker processes (``python -m sweeps.worker``), shows one progress bar for
+worker processes (``python -m ablate.sweeps.worker``), shows one progress bar for
 the whole grid (sweeps/loop.py) and writes the report when the workers are done. Running the
 same command again resumes: finished cells are kept, dead workers' cells are
 rerun.
@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from experiments.io import write_json, write_yaml
-from experiments.spec import ExperimentSpec, spec_from_resolved
-from lit_modules.config import ConfigError
-from sweeps.loop import default_storage, prepare_run, run_workers
-from sweeps.store import CellStore, open_store
+from ablate.errors import ConfigError
+from ablate.experiments.io import write_json, write_yaml
+from ablate.experiments.spec import ExperimentSpec, spec_from_resolved
+from ablate.sweeps.loop import default_storage, prepare_run, run_workers
+from ablate.sweeps.store import CellStore, open_store
 
 
 def collect_rows(store: CellStore) -> list[dict[str, Any]]:
@@ -46,9 +46,9 @@ def report(
     spec: ExperimentSpec, store: CellStore, run_dir: Path, *, use_wandb: bool = False
 ) -> dict[str, Any]:
     """Write summary.json, results.csv, report.md and report.html (and the W&B summary run)."""
-    from sweeps.provenance import provenance
-    from sweeps.report import plot_metric, write_report
-    from sweeps.stats import summarize
+    from ablate.sweeps.provenance import provenance
+    from ablate.sweeps.report import plot_metric, write_report
+    from ablate.sweeps.stats import summarize
 
     rows = collect_rows(store)
 
@@ -72,8 +72,8 @@ def report(
     summary["provenance"] = provenance()  # the code's git commit and the package versions
     write_report(run_dir, summary, rows, tuned=spec.tuned)
     if use_wandb and summary["cells"]["complete"]:
-        from experiments.io import atomic_write_bytes
-        from sweeps import wandb_glue
+        from ablate.experiments.io import atomic_write_bytes
+        from ablate.sweeps import wandb_glue
 
         plot = run_dir / "metric.png"
         atomic_write_bytes(plot, plot_metric(summary, rows))
@@ -119,7 +119,7 @@ def sweep(
     args = ["--run-dir", str(run_dir), "--storage", url, "--heartbeat", str(heartbeat_s)]
     args += ["--grace", str(grace_s)] + (["--no-wandb"] if not use_wandb else [])
     run_workers(
-        "sweeps.worker",
+        "ablate.sweeps.worker",
         args,
         run_dir,
         workers=workers,

@@ -32,8 +32,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from lit_modules.config import ConfigError
-from sweeps.store import heartbeat, retry_db, sqlite_url
+from ablate.errors import ConfigError
+from ablate.sweeps.store import heartbeat, retry_db, sqlite_url
 
 console = Console(stderr=True)
 W = TypeVar("W")

@@ -1,7 +1,7 @@
 """Where a summary.json came from: the code's git commit and the versions of what ran it.
 
 ``report()`` stores this as the summary's ``"provenance"``, so that a table made from a
-summary (``python -m benchmarks.readme_tables``) can name the code that produced it.
+summary (``python -m ablate.benchmarks.readme_tables``) can name the code that produced it.
 Nothing here may fail a sweep: without git, outside a checkout or on any git error the
 commit is None, and a package that is not installed has version None.
 """

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from experiments.io import atomic_write_bytes
-from sweeps.stats import collect, seeds_text
+from ablate.experiments.io import atomic_write_bytes
+from ablate.sweeps.stats import collect, seeds_text
 
 CELL_COLUMNS = ("variant", "seed", "state", "diverged", "wall_s", "trial", "wandb_id", "error")
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}

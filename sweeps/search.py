@@ -7,7 +7,7 @@ spec's ``search.space`` and a pruner fed by the validation metric during
 training; test data is never looked at. ``--then-evaluate`` takes each
 variant's best parameters and runs the ordinary multi-seed grid with them.
 
-Workers (``python -m sweeps.search_worker``; studies in ``sweeps/search_store.py``) ask for trials under the study lock, so
+Workers (``python -m ablate.sweeps.search_worker``; studies in ``sweeps/search_store.py``) ask for trials under the study lock, so
 a study never gets more than ``trials`` finished or running trials however many
 workers run; a trial whose worker died stops sending heartbeats, is failed and
 is asked again. Finished and pruned trials are kept when the command reruns.
@@ -19,11 +19,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from experiments.io import write_json
-from experiments.spec import ExperimentSpec
-from lit_modules.config import ConfigError
-from sweeps.loop import prepare_run, run_workers
-from sweeps.search_store import SearchStore
+from ablate.errors import ConfigError
+from ablate.experiments.io import write_json
+from ablate.experiments.spec import ExperimentSpec
+from ablate.sweeps.loop import prepare_run, run_workers
+from ablate.sweeps.search_store import SearchStore
 
 
 def tuned_spec(spec: ExperimentSpec, summary: dict[str, Any]) -> ExperimentSpec:
@@ -80,7 +80,7 @@ def search(
     args = ["--run-dir", str(run_dir), "--storage", url, "--variants", ",".join(variants)]
     args += ["--trials", str(trials), "--heartbeat", str(heartbeat_s), "--grace", str(grace_s)]
     run_workers(
-        "sweeps.search_worker",
+        "ablate.sweeps.search_worker",
         args,
         run_dir,
         workers=workers,

@@ -13,9 +13,9 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from experiments.spec import ExperimentSpec, SearchSpec
-from lit_modules.config import ConfigError
-from sweeps.store import open_storage, retry_db, study_lock
+from ablate.errors import ConfigError
+from ablate.experiments.spec import ExperimentSpec, SearchSpec
+from ablate.sweeps.store import open_storage, retry_db, study_lock
 
 # ask/tell with heartbeats is what sweeps.store does for cells too; Optuna only expects optimize().
 warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")

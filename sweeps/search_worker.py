@@ -1,4 +1,4 @@
-"""A search worker (``python -m sweeps.search_worker``): ask for trials and train them until
+"""A search worker (``python -m ablate.sweeps.search_worker``): ask for trials and train them until
 every variant's study is full. Each trial is one ``run_trial`` on the search seed, pruned on
 the validation metric during training."""
 
@@ -17,12 +17,12 @@ from lightning.pytorch.trainer.states import TrainerFn
 from optuna.trial import TrialState
 from optuna_integration import PyTorchLightningPruningCallback
 
-from experiments.run import run_trial
-from experiments.spec import spec_from_resolved
-from lit_modules.config import ConfigError
-from sweeps.loop import heartbeats, work_loop
-from sweeps.search_store import SearchStore
-from sweeps.stats import objective
+from ablate.errors import ConfigError
+from ablate.experiments.run import run_trial
+from ablate.experiments.spec import spec_from_resolved
+from ablate.sweeps.loop import heartbeats, work_loop
+from ablate.sweeps.search_store import SearchStore
+from ablate.sweeps.stats import objective
 
 log = logging.getLogger("ablate.search")
 
@@ -100,7 +100,7 @@ def work(store: SearchStore) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sweeps.search_worker")
+    parser = argparse.ArgumentParser(prog="python -m ablate.sweeps.search_worker")
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--storage", required=True)
     parser.add_argument("--variants", required=True)

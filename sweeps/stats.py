@@ -467,7 +467,7 @@ def summarize(
     ``seeds``: the study's seed list (methods.seeds; default: the seeds of the rows);
     ``overrides``: each variant's dotted overrides (spec.variants), used to decide pairing.
     """
-    from sweeps.provenance import versions
+    from ablate.sweeps.provenance import versions
 
     if baseline not in variants:
         raise ValueError(f"baseline {baseline!r} is not one of the variants {variants}")

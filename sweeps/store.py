@@ -30,8 +30,8 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 
-from experiments.spec import ExperimentSpec
-from lit_modules.config import ConfigError
+from ablate.errors import ConfigError
+from ablate.experiments.spec import ExperimentSpec
 
 # Heartbeats and fail_stale_trials are marked experimental but are the documented way.
 warnings.filterwarnings("ignore", category=ExperimentalWarning)

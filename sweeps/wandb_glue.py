@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from experiments.config import TrainConfig
-from experiments.spec import ExperimentSpec
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.spec import ExperimentSpec
 
 
 def wandb_mode() -> str:

@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from experiments.config import TrainConfig, parse_overrides
-from experiments.spec import ExperimentSpec, ParamSpace, SearchSpec, load_spec
-from lit_modules.config import ConfigError, require
-from sweeps import wandb_glue
+from ablate.errors import ConfigError, require
+from ablate.experiments.config import TrainConfig, parse_overrides
+from ablate.experiments.spec import ExperimentSpec, ParamSpace, SearchSpec, load_spec
+from ablate.sweeps import wandb_glue
 
 if TYPE_CHECKING:
-    from experiments.run import TrialResult
+    from ablate.experiments.run import TrialResult
 
 METHODS = ("grid", "random", "bayes")
 # Not run (the command says how to start ablate), but the agent reads it and W&B shows it.
-PROGRAM = "experiments/cli.py"
+PROGRAM = "cli.py"
 
 
 def sweep_config(
@@ -72,7 +72,7 @@ def sweep_config(
         parameters.update({key: wandb_parameter(p) for key, p in spec.search.space.items()})
         metric, goal = spec.search.metric, spec.search.direction
         early = early_terminate(spec.search)
-    command = ["${env}", "${interpreter}", "-m", "experiments.cli", "train", "--spec", spec_path]
+    command = ["${env}", "${interpreter}", "-m", "ablate", "train", "--spec", spec_path]
     command += ["--profile", profile] if profile else []
     command += ["--no-progress", *overrides, "${args_no_hyphens}"]
     config: dict[str, Any] = {
@@ -187,8 +187,8 @@ def train_cell(
     """
     spec = load_spec(spec_path, profile=profile)
     variant, seed, cfg = cell_from_args(spec, args)
-    from experiments.io import atomic_dir
-    from experiments.run import check_lengths, run_trial
+    from ablate.experiments.io import atomic_dir
+    from ablate.experiments.run import check_lengths, run_trial
 
     check_lengths(cfg)  # fail before a W&B run exists
     run_id = os.environ.get("WANDB_RUN_ID")  # set by the agent: two agents never share a folder

@@ -19,13 +19,13 @@ import optuna
 from optuna.artifacts import FileSystemArtifactStore, upload_artifact
 from optuna.trial import TrialState
 
-from experiments.io import atomic_dir
-from experiments.run import run_cells
-from experiments.spec import ExperimentSpec, spec_from_resolved
-from sweeps import wandb_glue
-from sweeps.loop import heartbeats, work_loop
-from sweeps.stats import objective
-from sweeps.store import CellStore, open_store
+from ablate.experiments.io import atomic_dir
+from ablate.experiments.run import run_cells
+from ablate.experiments.spec import ExperimentSpec, spec_from_resolved
+from ablate.sweeps import wandb_glue
+from ablate.sweeps.loop import heartbeats, work_loop
+from ablate.sweeps.stats import objective
+from ablate.sweeps.store import CellStore, open_store
 
 log = logging.getLogger("ablate.worker")
 PROBE_SIZE = 4
@@ -33,7 +33,7 @@ PROBE_SIZE = 4
 
 def archive(trial: optuna.Trial, result, heat_dir: Path, artifacts: FileSystemArtifactStore) -> dict:
     """Attention heatmaps of the fixed probe batch, head entropy and importance; also Optuna artifacts."""
-    from lit_modules.callbacks import archive_attention
+    from ablate.lit_modules.callbacks import archive_attention
 
     dm = result.extras["datamodule"]
     if heat_dir.exists():
@@ -162,7 +162,7 @@ def work(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sweeps.worker")
+    parser = argparse.ArgumentParser(prog="python -m ablate.sweeps.worker")
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--storage", required=True)
     parser.add_argument("--no-wandb", action="store_true")

@@ -41,7 +41,7 @@ torch.set_num_threads(1)
 
 def ablate_cmd(*args: str) -> list[str]:
     """The installed console script, run with this interpreter (no PATH assumptions)."""
-    return [sys.executable, "-m", "experiments.cli", *args]
+    return [sys.executable, "-m", "ablate", *args]
 
 
 # A train config small enough to run in a few seconds.
@@ -119,7 +119,7 @@ def trials_by_cell(run_dir: Path) -> dict[str, list[FrozenTrial]]:
     """The trials of study "tiny" in ``run_dir/study.db``, grouped by their ``cell`` user attribute."""
     import optuna  # here, not at the top: every test session imports this file
 
-    from sweeps.store import open_storage, sqlite_url
+    from ablate.sweeps.store import open_storage, sqlite_url
 
     # The suite's own storage settings: long lock timeout, serialized transactions.
     study = optuna.load_study(study_name="tiny", storage=open_storage(sqlite_url(run_dir / "study.db")))

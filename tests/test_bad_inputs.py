@@ -22,8 +22,8 @@ import optuna  # noqa: F401
 import pytest
 from lightning.pytorch.loggers import CSVLogger  # noqa: F401
 
-import experiments.run  # noqa: F401
-from experiments import cli
+import ablate.experiments.run  # noqa: F401
+from ablate import cli
 from tests.conftest import TINY_YAML as TINY
 from tests.conftest import ablate_cmd
 
@@ -238,7 +238,7 @@ def test_bad_input_exits_2(tmp_path: Path, case: Case) -> None:
 
 @pytest.mark.multiprocess
 def test_console_entry_point_exits_2(tmp_path: Path) -> None:
-    """The catalog's fork shortcut agrees with a real ``python -m experiments.cli`` process."""
+    """The catalog's fork shortcut agrees with a real ``python -m ablate`` process."""
     case = CASES["label-not-integer"]
     proc = subprocess.run(
         ablate_cmd(*prepare(tmp_path, case)),

@@ -1,4 +1,4 @@
-"""``python -m benchmarks --quick`` runs end to end and writes every field; timings are not asserted."""
+"""``python -m ablate.benchmarks --quick`` runs end to end and writes every field; timings are not asserted."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_quick_benchmark_writes_every_ratio(tmp_path: Path) -> None:
     out = tmp_path / "tmp" / "results.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)],
+        [sys.executable, "-m", "ablate.benchmarks", "--quick", "--out", str(out)],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -67,7 +67,7 @@ def test_gpu_check_smoke_runs_on_cpu(tmp_path: Path) -> None:
     """The GPU check script itself (tiny, CPU): its seed-parallel and report paths run."""
     out = tmp_path / "gpu_check.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.gpu_check", "--smoke", "--out", str(out)],
+        [sys.executable, "-m", "ablate.benchmarks.gpu_check", "--smoke", "--out", str(out)],
         cwd=REPO,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
         capture_output=True,

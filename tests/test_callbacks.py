@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from lit_modules.callbacks import _probe_labels, archive_attention
-from lit_modules.config import ModelConfig
-from lit_modules.encoder import EncoderClassifier
+from ablate.lit_modules.callbacks import _probe_labels, archive_attention
+from ablate.lit_modules.config import ModelConfig
+from ablate.lit_modules.encoder import EncoderClassifier
 
 VOCAB, CLASSES, N_LAYERS, N_HEADS, L = 13, 3, 3, 2, 5
 LENGTHS = (5, 2, 4)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from datamodules import ClassificationDataModule, DataError
-from datamodules.config import DataConfig
-from datamodules.tasks import TASKS
+from ablate.datamodules import ClassificationDataModule, DataError
+from ablate.datamodules.config import DataConfig
+from ablate.datamodules.tasks import TASKS
 
 SST2 = Path("/work/shared/data/sst2")
 SMALL = {"n_train": 200, "n_val": 40, "n_test": 40}

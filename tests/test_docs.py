@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import PRESETS, load_preset
-from experiments.config import SECTIONS, load_config
-from experiments.spec import load_spec
+from ablate.cli import PRESETS, load_preset
+from ablate.experiments.config import SECTIONS, load_config
+from ablate.experiments.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,10 +13,10 @@ import pytest
 import torch
 from torch import nn
 
-from lit_modules.attention import MultiHeadAttention
-from lit_modules.config import ModelConfig
-from lit_modules.encoder import EncoderBlock, EncoderClassifier
-from lit_modules.positional import POSITIONAL, alibi_slopes
+from ablate.lit_modules.attention import MultiHeadAttention
+from ablate.lit_modules.config import ModelConfig
+from ablate.lit_modules.encoder import EncoderBlock, EncoderClassifier
+from ablate.lit_modules.positional import POSITIONAL, alibi_slopes
 
 PES = list(POSITIONAL)
 POOLS = ["cls", "mean"]

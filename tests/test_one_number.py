@@ -18,13 +18,13 @@ import torch
 import yaml
 from lightning.pytorch.callbacks import Callback
 
-from experiments.config import TrainConfig
-from experiments.run import run_cells, run_trial
-from experiments.spec import spec_from_dict
-from lit_modules.classifier import LitClassifier
-from lit_modules.config import ConfigError
-from lit_modules.dropout import keep_mask
-from lit_modules.seed_parallel import LitSeedParallel
+from ablate.errors import ConfigError
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.run import run_cells, run_trial
+from ablate.experiments.spec import spec_from_dict
+from ablate.lit_modules.classifier import LitClassifier
+from ablate.lit_modules.dropout import keep_mask
+from ablate.lit_modules.seed_parallel import LitSeedParallel
 from tests.conftest import REPO, SST2, ablate_cmd
 
 # Dropout at every site, variable lengths (stacked batches get padded), [CLS] + learned PE,
@@ -241,8 +241,8 @@ TASKS = {
 
 TRAIN_ALL = """
 import json, sys
-from experiments.config import TrainConfig
-from experiments.run import run_cells
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.run import run_cells
 out = {}
 for name, raw in json.loads(sys.argv[1]).items():
     cfg = TrainConfig.from_dict(raw)

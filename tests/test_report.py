@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-import experiments.io as io_mod
-from lit_modules.config import ConfigError
-from sweeps.compare import attention_changes, compare_runs
-from sweeps.report import figure_png, plot_metric, write_report
-from sweeps.stats import summarize
+import ablate.experiments.io as io_mod
+from ablate.errors import ConfigError
+from ablate.sweeps.compare import attention_changes, compare_runs
+from ablate.sweeps.report import figure_png, plot_metric, write_report
+from ablate.sweeps.stats import summarize
 
 VARIANTS = ["baseline", "no_pe"]
 

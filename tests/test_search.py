@@ -15,12 +15,12 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from experiments import cli
-from experiments.spec import spec_from_dict, spec_from_resolved
-from lit_modules.config import ConfigError
-from sweeps.search import tuned_spec
-from sweeps.search_store import distributions
-from sweeps.store import open_storage, sqlite_url
+from ablate import cli
+from ablate.errors import ConfigError
+from ablate.experiments.spec import spec_from_dict, spec_from_resolved
+from ablate.sweeps.search import tuned_spec
+from ablate.sweeps.search_store import distributions
+from ablate.sweeps.store import open_storage, sqlite_url
 from tests.conftest import TINY_BASE, ablate_cmd
 
 SEARCH = {

@@ -15,11 +15,11 @@ import torch
 import yaml
 from lightning.pytorch.callbacks import Callback
 
-from experiments.config import TrainConfig
-from experiments.run import run_cells, run_trial
-from lit_modules.config import ModelConfig
-from lit_modules.encoder import EncoderClassifier
-from lit_modules.seed_parallel import StackedEncoder, clip_per_member, member_metrics, stack_batches
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.run import run_cells, run_trial
+from ablate.lit_modules.config import ModelConfig
+from ablate.lit_modules.encoder import EncoderClassifier
+from ablate.lit_modules.seed_parallel import StackedEncoder, clip_per_member, member_metrics, stack_batches
 from tests.conftest import TINY_BASE, ablate_cmd
 
 # Variable lengths (members' batches get padded to a common length), [CLS] and a learned table,

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from sweeps import stats as st
-from sweeps.provenance import versions
-from sweeps.report import write_report
-from sweeps.stats import holm, iqm, mwu_exact, sign_flip, summarize, variant_stats
+from ablate.sweeps import stats as st
+from ablate.sweeps.provenance import versions
+from ablate.sweeps.report import write_report
+from ablate.sweeps.stats import holm, iqm, mwu_exact, sign_flip, summarize, variant_stats
 
 # ---- brute force, written plainly ---------------------------------------------------------------
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from optuna.trial import TrialState
 
-from experiments.spec import spec_from_dict
-from lit_modules.config import ConfigError
+from ablate.errors import ConfigError
+from ablate.experiments.spec import spec_from_dict
 from tests.conftest import TINY_BASE, ablate_cmd, run_sweep, trials_by_cell, write_spec
 
 
@@ -152,7 +152,7 @@ def test_kill_worker_then_resume(tmp_path: Path) -> None:
         running = [c for c, ts in cells.items() if any(t.state == TrialState.RUNNING for t in ts)]
         if running and 1 <= len(done) <= 2:  # mid-sweep, even if a cell ends while we look
             pids = subprocess.run(
-                ["pgrep", "-f", f"sweeps.worker --run-dir {run_dir}"], capture_output=True, text=True
+                ["pgrep", "-f", f"ablate.sweeps.worker --run-dir {run_dir}"], capture_output=True, text=True
             ).stdout.split()
             for pid in pids:
                 os.kill(int(pid), signal.SIGKILL)

@@ -13,10 +13,10 @@ import torch
 import yaml
 from torch import nn
 
-from experiments.config import TrainConfig, load_config
-from experiments.run import run_trial
-from lit_modules.classifier import LitClassifier, warmup_cosine
-from lit_modules.config import ModelConfig, OptimConfig
+from ablate.experiments.config import TrainConfig, load_config
+from ablate.experiments.run import run_trial
+from ablate.lit_modules.classifier import LitClassifier, warmup_cosine
+from ablate.lit_modules.config import ModelConfig, OptimConfig
 from tests.conftest import REPO, SST2, ablate_cmd
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}

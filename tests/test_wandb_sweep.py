@@ -17,9 +17,9 @@ import pytest
 import yaml
 from wandb.sdk.launch.sweeps.utils import create_sweep_command_args
 
-from experiments.cli import main
-from experiments.spec import load_spec
-from sweeps.wandb_sweep import cell_from_args, sweep_config
+from ablate.cli import main
+from ablate.experiments.spec import load_spec
+from ablate.sweeps.wandb_sweep import cell_from_args, sweep_config
 from tests.conftest import TINY_YAML
 
 SEARCH = {
@@ -79,7 +79,7 @@ def test_grid_yaml_is_the_ablation_grid(tmp_path: Path, capsys: pytest.CaptureFi
     }
     assert "early_terminate" not in printed
     command = printed["command"]
-    assert command[:7] == ["${env}", "${interpreter}", "-m", "experiments.cli", "train", "--spec", str(path)]
+    assert command[:7] == ["${env}", "${interpreter}", "-m", "ablate", "train", "--spec", str(path)]
     assert command[7:] == ["--profile", "cpu", "--no-progress", "optim.lr=0.002", "${args_no_hyphens}"]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from datamodules.tasks import listops, lookup, order
+from ablate.datamodules.tasks import listops, lookup, order
 
 TASKS: dict[str, ModuleType] = {"order": order, "lookup": lookup, "listops": listops}
 

@@ -12,8 +12,8 @@ import random
 
 import numpy as np
 
-from datamodules.config import DataConfig
-from lit_modules.config import ConfigError
+from ablate.datamodules.config import DataConfig
+from ablate.errors import ConfigError
 
 N_CLASSES = 10
 OPS = ("MIN", "MAX", "MED", "SM")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from datamodules.config import DataConfig
-from lit_modules.config import ConfigError
+from ablate.datamodules.config import DataConfig
+from ablate.errors import ConfigError
 
 N_CLASSES = 2
 

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from experiments.tables import console, out_console, print_results, print_search, print_summary
-from lit_modules.config import ConfigError
+from ablate.errors import ConfigError
+from ablate.tables import console, out_console, print_results, print_search, print_summary
 
 if TYPE_CHECKING:
-    from experiments.spec import ExperimentSpec
+    from ablate.experiments.spec import ExperimentSpec
 
 
 EXIT_USAGE = 2
@@ -32,18 +32,18 @@ def cmd_train(args: argparse.Namespace) -> int:
         out, result = _train_spec_cell(args)
         print_results(out, [("value", result)])
         return 0
-    from experiments.config import load_config
+    from ablate.experiments.config import load_config
 
     if args.config is None or args.profile is not None:
         raise ConfigError("ablate train needs a train CONFIG.yaml, or --spec EXP.yaml [--profile P]")
     cfg = load_config(args.config, args.overrides)  # fail fast, before the heavy imports
     out = Path(args.out or f"runs/train/{cfg.data.task}-{time.strftime('%Y%m%d-%H%M%S')}")
-    from experiments.io import atomic_dir
+    from ablate.experiments.io import atomic_dir
 
     with atomic_dir(out) as tmp:
         from lightning.pytorch.loggers import CSVLogger
 
-        from experiments.run import run_cells
+        from ablate.experiments.run import run_cells
 
         # trainer.seed_parallel=K trains seed..seed+K-1 (one folder each); K=1 the one seed.
         seeds = list(range(cfg.seed, cfg.seed + cfg.trainer.seed_parallel))
@@ -61,7 +61,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any]:
     """``train --spec EXP.yaml variant=NAME [seed=N] [key=value ...]``: what ``wandb agent`` runs."""
-    from sweeps.wandb_sweep import train_cell
+    from ablate.sweeps.wandb_sweep import train_cell
 
     # argparse puts the first key=value into CONFIG; a real CONFIG next to --spec is an error.
     if args.config is not None and "=" not in args.config:
@@ -71,7 +71,7 @@ def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any]:
 
 
 def cmd_wandb_sweep(args: argparse.Namespace) -> int:
-    from sweeps.wandb_sweep import sweep_yaml
+    from ablate.sweeps.wandb_sweep import sweep_yaml
 
     sys.stdout.write(
         sweep_yaml(args.spec, method=args.method, profile=args.profile, overrides=args.overrides)
@@ -79,11 +79,12 @@ def cmd_wandb_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-PRESETS = Path(__file__).parent / "presets"
+EXPERIMENTS = Path(__file__).parent / "experiments"
+PRESETS = EXPERIMENTS / "presets"
 
 
 def _sweep_one(spec_path: Path, overrides: list[str], args: argparse.Namespace, profile: str | None) -> dict:
-    from experiments.spec import load_spec
+    from ablate.experiments.spec import load_spec
 
     spec = load_spec(spec_path, overrides, profile=profile)
     return run_grid(spec, Path(args.out or "runs") / spec.name, args)
@@ -93,7 +94,7 @@ def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> d
     """``ablate sweep``'s grid with the command line's worker and W&B options; prints the summary."""
     import optuna
 
-    from sweeps.grid import sweep
+    from ablate.sweeps.grid import sweep
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     console.print(
@@ -118,7 +119,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from experiments.spec import load_spec
+    from ablate.experiments.spec import load_spec
 
     spec = load_spec(Path(args.spec), args.overrides, profile=args.profile)
     if spec.search is None:
@@ -138,7 +139,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise ConfigError(f"--trials must be >= 1, got {trials}")
     import optuna
 
-    from sweeps.search import search, tuned_spec
+    from ablate.sweeps.search import search, tuned_spec
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     out = Path(args.out or "runs")
@@ -164,7 +165,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     import optuna
 
-    from sweeps.grid import open_run, report
+    from ablate.sweeps.grid import open_run, report
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "Using an existing study" line
     run_dir = Path(args.run_dir)
@@ -174,7 +175,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from sweeps.compare import compare_runs
+    from ablate.sweeps.compare import compare_runs
 
     out = Path(args.out or f"{args.run_a.rstrip('/')}-vs-{Path(args.run_b).name}")
     try:
@@ -186,14 +187,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    from sweeps.dashboard import serve
+    from ablate.sweeps.dashboard import serve
 
     serve(Path(args.run_dir), host=args.host, port=args.port, storage=args.storage)
     return 0
 
 
 def load_preset(name: str) -> dict:
-    from experiments.config import read_yaml
+    from ablate.experiments.config import read_yaml
 
     path = PRESETS / f"{name}.yaml"
     if not path.is_file():
@@ -218,8 +219,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.workers is None:
         # One worker per GPU; on a CPU one single-threaded worker per core (up to 8).
         args.workers = torch.cuda.device_count() or min(8, os.cpu_count() or 1)
-    specs = [Path(__file__).parent / p for p in preset["experiments"]]
-    from experiments.spec import load_spec
+    specs = [EXPERIMENTS / p for p in preset["experiments"]]
+    from ablate.experiments.spec import load_spec
 
     for path in specs:  # validate all before running any
         load_spec(path, args.overrides, profile=profile)
