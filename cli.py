@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from ablate.errors import ConfigError
-from ablate.tables import console, out_console, print_results, print_search, print_summary
+from ablate.tables import console, out_console, print_power, print_results, print_search, print_summary
 
 if TYPE_CHECKING:
     from ablate.experiments.spec import ExperimentSpec
@@ -163,14 +163,42 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    import optuna
-
     from ablate.sweeps.grid import open_run, report
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "Using an existing study" line
     run_dir = Path(args.run_dir)
     spec, store = open_run(run_dir, args.storage)
     print_summary(report(spec, store, run_dir), run_dir)
+    return 0
+
+
+def cmd_power(args: argparse.Namespace) -> int:
+    from ablate.experiments.io import write_json
+    from ablate.sweeps.grid import open_run
+    from ablate.sweeps.power import power_table
+
+    if not 0 < args.power < 1 or not 0 < args.alpha < 1:
+        raise ConfigError(f"--power and --alpha must lie in (0, 1), got {args.power} and {args.alpha}")
+    if args.resamples < 10 or args.max_seeds < 3:
+        raise ConfigError(
+            f"--resamples must be >= 10 and --max-seeds >= 3, got {args.resamples}, {args.max_seeds}"
+        )
+    run_dir = Path(args.run_dir)
+    spec, store = open_run(run_dir, args.storage)
+    table = power_table(
+        spec,
+        store,
+        delta=args.delta,
+        target=args.power,
+        alpha=args.alpha,
+        resamples=args.resamples,
+        max_seeds=args.max_seeds,
+    )
+    if not table["variants"]:
+        raise ConfigError(
+            f"{run_dir}: no variant has complete cells beside the baseline's; nothing to estimate"
+        )
+    write_json(run_dir / "power.json", table)
+    print_power(table, run_dir)
     return 0
 
 
@@ -303,6 +331,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     db.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
     db.set_defaults(func=cmd_dashboard)
+
+    pw = sub.add_parser("power", help="seeds each comparison needs, resampled from a finished study")
+    pw.add_argument("run_dir")
+    pw.add_argument("--delta", type=float, help="effect to detect (default: the observed one)")
+    pw.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
+    pw.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
+    pw.add_argument("--resamples", type=int, default=400, help="resamples per seed count (default 400)")
+    pw.add_argument("--max-seeds", type=int, default=50, help="largest seed count tried (default 50)")
+    pw.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
+    pw.set_defaults(func=cmd_power)
 
     cp = sub.add_parser("compare", help="put two sweep run folders side by side")
     cp.add_argument("run_a")

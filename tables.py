@@ -114,3 +114,21 @@ def print_search(summary: dict, run_dir: Path) -> None:
         best = "-" if v["best_value"] is None else f"{v['best_value']:.4f}"
         table.add_row(name, str(v["complete"]), str(v["pruned"]), str(v["errors"]), best, params or "-")
     out_console.print(table)
+
+
+def print_power(table: dict, run_dir: Path) -> None:
+    """``ablate power``: per variant, the seeds needed for the target power, and the curve."""
+    t = Table(
+        title=f"{table['experiment']}: seeds per side for power {table['power']} at alpha {table['alpha']} "
+        f"({table['metric']}, delta {table['delta']})"
+    )
+    for col in ("variant", "test", "Δ", "pilot seeds", "seeds needed", "power by seeds"):
+        t.add_column(col, justify="left" if col in ("variant", "test", "power by seeds") else "right")
+    for name, v in table["variants"].items():
+        needed = str(v["seeds_needed"]) if v["seeds_needed"] is not None else f"> {v['curve'][-1]['seeds']}"
+        curve = "  ".join(f"{p['seeds']}:{p['power']:.2f}" for p in v["curve"])
+        t.add_row(name, v["test"], f"{v['delta']:+.3f}", str(v["pilot_seeds"]), needed, curve)
+    out_console.print(t)
+    console.print(
+        f"power: {run_dir / 'power.json'} ({table['resamples']} resamples per seed count)", markup=False
+    )

@@ -82,7 +82,10 @@ def report(
 
 
 def open_run(run_dir: Path, storage: str | None = None) -> tuple[ExperimentSpec, CellStore]:
-    """Reopen a sweep's run folder (for ``ablate report``)."""
+    """Reopen a sweep's run folder (for ``ablate report`` and ``ablate power``)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "Using an existing study" line
     spec_file = run_dir / "spec.json"
     if not spec_file.is_file():
         raise ConfigError(f"{run_dir} is not a sweep run folder: no spec.json (run `ablate sweep` first)")
