@@ -95,6 +95,39 @@ class SearchSpec:
         }
 
 
+STOP_RULES = ("separated", "ci_width")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdaptiveSeeds:
+    """``seeds: {min, max, step, stop, width}``: start with seeds 0..min-1; after each round, add
+    ``step`` seeds to every variant whose comparison with the baseline is still undecided (and to
+    the baseline, so that they stay paired) until each is decided or has ``max`` seeds.
+
+    ``stop: separated`` decides a comparison when the CI of its Δ excludes 0, ``ci_width`` when
+    the CI is narrower than ``width``. The CI of every look is taken at level 1 - 0.05 / looks
+    (Bonferroni over the possible looks), so peeking after each round keeps the error rate of
+    "separated" at 5 % or less.
+    """
+
+    min: int
+    max: int
+    step: int
+    stop: Literal["separated", "ci_width"] = "separated"
+    width: float | None = None
+
+    @property
+    def looks(self) -> int:
+        return 1 + -(-(self.max - self.min) // self.step)  # ceil: the last round may be shorter
+
+    @property
+    def level(self) -> float:
+        return 1 - 0.05 / self.looks
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min": self.min, "max": self.max, "step": self.step, "stop": self.stop, "width": self.width}
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExperimentSpec:
     name: str
@@ -115,14 +148,22 @@ class ExperimentSpec:
     search: SearchSpec | None = None
     # Set on a spec built by ``ablate search --then-evaluate``: variant -> tuned parameters.
     tuned: dict[str, dict[str, Any]] | None = None
+    # Adaptive seeds (``seeds: {min, ...}``) and the seeds its rounds added, per variant.
+    adaptive: AdaptiveSeeds | None = None
+    extra_seeds: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def baseline(self) -> str:
         return next(name for name, ov in self.variants.items() if not ov)
 
     def cells(self) -> list[tuple[str, int]]:
-        """Every (variant, seed) pair, seed-major so early results cover all variants."""
-        return [(v, s) for s in self.seeds for v in self.variants]
+        """Every (variant, seed) pair, seed-major so early results cover all variants; then the
+        seeds that adaptive rounds added to some variants."""
+        extra = sorted((s, v) for v, seeds in self.extra_seeds.items() for s in seeds)
+        return [(v, s) for s in self.seeds for v in self.variants] + [(v, s) for s, v in extra]
+
+    def all_seeds(self) -> list[int]:
+        return sorted({s for _, s in self.cells()})
 
     def cell_config(self, variant: str, seed: int) -> TrainConfig:
         return self.base.override({**self.variants[variant], "seed": seed})
@@ -151,7 +192,41 @@ class ExperimentSpec:
             "base_overrides": self.base_overrides,
             "search": self.search.to_dict() if self.search else None,
             "tuned": self.tuned,
+            "adaptive": self.adaptive.to_dict() if self.adaptive else None,
+            "extra_seeds": {v: list(s) for v, s in self.extra_seeds.items()},
         }
+
+
+def _adaptive(value: dict[str, Any], where: str) -> AdaptiveSeeds:
+    keys = ("min", "max", "step", "stop", "width")
+    unknown = sorted(set(value) - set(keys))
+    require(not unknown, f"{where}seeds: unknown key(s) {unknown}; valid: {', '.join(keys)}")
+    for key in ("min", "max", "step"):
+        v = value.get(key)
+        require(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+            f"{where}seeds.{key} must be an integer >= 1, got {v!r}",
+        )
+    require(
+        value["min"] <= value["max"], f"{where}seeds.min={value['min']} is above seeds.max={value['max']}"
+    )
+    stop = value.get("stop", "separated")
+    require(stop in STOP_RULES, f"{where}seeds.stop={stop!r}; choose one of {', '.join(STOP_RULES)}")
+    width = value.get("width")
+    if stop == "ci_width":
+        require(
+            isinstance(width, (int, float)) and not isinstance(width, bool) and width > 0,
+            f"{where}seeds.stop=ci_width needs seeds.width > 0 (the CI width to reach), got {width!r}",
+        )
+    else:
+        require(width is None, f"{where}seeds.width applies to stop: ci_width only")
+    return AdaptiveSeeds(
+        min=value["min"],
+        max=value["max"],
+        step=value["step"],
+        stop=stop,
+        width=None if width is None else float(width),
+    )
 
 
 def _seeds(value: Any, key: str) -> tuple[int, ...]:
@@ -341,7 +416,8 @@ def spec_from_dict(
         f"{where}exactly one variant must have no overrides (the baseline); found {baselines or 'none'}",
     )
 
-    seeds = _seeds(raw.get("seeds", 5), "seeds")
+    adaptive = _adaptive(raw["seeds"], where) if isinstance(raw.get("seeds"), dict) else None
+    seeds = tuple(range(adaptive.min)) if adaptive else _seeds(raw.get("seeds", 5), "seeds")
     heatmap_seeds = _seeds(raw.get("heatmap_seeds", [seeds[0]]), "heatmap_seeds")
     missing = sorted(set(heatmap_seeds) - set(seeds))
     require(not missing, f"{where}heatmap_seeds {missing} are not among seeds {list(seeds)}")
@@ -379,6 +455,7 @@ def spec_from_dict(
         description=str(raw.get("description", "")),
         base_overrides=base_overrides,
         search=search,
+        adaptive=adaptive,
     )
 
 
@@ -407,4 +484,6 @@ def spec_from_resolved(d: dict[str, Any]) -> ExperimentSpec:
         base_overrides=d.get("base_overrides", {}),
         search=_search(d["search"], base, "") if d.get("search") else None,
         tuned=d.get("tuned"),
+        adaptive=_adaptive(d["adaptive"], "") if d.get("adaptive") else None,
+        extra_seeds={v: tuple(s) for v, s in (d.get("extra_seeds") or {}).items()},
     )

@@ -9,6 +9,7 @@ rerun.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ def report(
             direction=spec.direction,
             baseline=spec.baseline,
             variants=list(spec.variants),
-            seeds=list(spec.seeds),
+            seeds=spec.all_seeds(),
             overrides=spec.variants,  # pairing: a variant that changes the data is compared unpaired
         )
 
@@ -69,6 +70,14 @@ def report(
         summary["extra_metrics"] = {m: stats(m)["variants"] for m in spec.extra_metrics}
     if spec.tuned:
         summary["tuned"] = spec.tuned  # each variant's parameters from `ablate search`
+    if spec.adaptive is not None:
+        summary["adaptive"] = {
+            **spec.adaptive.to_dict(),
+            "level": spec.adaptive.level,
+            "looks": spec.adaptive.looks,
+        }
+        summary["rounds"] = store.study.user_attrs.get("rounds", [])
+        summary["stop_reason"] = store.study.user_attrs.get("stop_reason")
     summary["provenance"] = provenance()  # the code's git commit and the package versions
     write_report(run_dir, summary, rows, tuned=spec.tuned)
     if use_wandb and summary["cells"]["complete"]:
@@ -96,18 +105,18 @@ def open_run(run_dir: Path, storage: str | None = None) -> tuple[ExperimentSpec,
     return spec, open_store(spec, url)
 
 
-def sweep(
+def _run_round(
     spec: ExperimentSpec,
+    store: CellStore,
     run_dir: Path,
+    url: str,
     *,
-    storage: str | None = None,
-    workers: int = 1,
-    use_wandb: bool = True,
-    heartbeat_s: int = 10,
-    grace_s: int = 30,
-) -> dict[str, Any]:
-    url = prepare_run(run_dir, storage, workers)
-    store = open_store(spec, url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
+    workers: int,
+    use_wandb: bool,
+    heartbeat_s: int,
+    grace_s: int,
+) -> None:
+    """Write the spec the workers read, enqueue its cells, run workers until none is left."""
     write_json(run_dir / "spec.json", spec.to_dict())
     write_yaml(run_dir / "spec.yaml", spec.to_dict())
     store.ensure_cells()
@@ -131,4 +140,54 @@ def sweep(
         poll=poll,
         url=url,
     )
-    return report(spec, store, run_dir, use_wandb=use_wandb)
+
+
+def _next_round(spec: ExperimentSpec, store: CellStore) -> ExperimentSpec | None:
+    """Adaptive seeds: record this round's verdicts on the study; the grown spec, or None to stop."""
+    from ablate.sweeps.adaptive import decide, grow
+
+    verdicts = decide(spec, collect_rows(store))
+    undecided = [v for v, e in verdicts.items() if not e["decided"]]
+    seeds = {v: sum(w == v for w, _ in spec.cells()) for v in spec.variants}
+    entry = {"seeds": seeds, "undecided": undecided, "ci": {v: e["ci"] for v, e in verdicts.items()}}
+    rounds = list(store.study.user_attrs.get("rounds", []))
+    if rounds and rounds[-1]["seeds"] == seeds:
+        rounds[-1] = entry  # a rerun of a round already judged: judge it again, do not repeat it
+    else:
+        rounds.append(entry)
+    grown = grow(spec, undecided) if undecided else None
+    store.study.set_user_attr("rounds", rounds)
+    if grown is None:
+        reason = "every comparison decided" if not undecided else f"max seeds ({spec.adaptive.max}) reached"
+        store.study.set_user_attr("stop_reason", reason)
+    else:
+        store.study.set_user_attr("extra_seeds", {v: list(s) for v, s in grown.extra_seeds.items()})
+    return grown
+
+
+def sweep(
+    spec: ExperimentSpec,
+    run_dir: Path,
+    *,
+    storage: str | None = None,
+    workers: int = 1,
+    use_wandb: bool = True,
+    heartbeat_s: int = 10,
+    grace_s: int = 30,
+) -> dict[str, Any]:
+    """Run (or resume) every cell, then report. With adaptive seeds, in rounds (sweeps/adaptive.py)."""
+    url = prepare_run(run_dir, storage, workers)
+    hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
+    store = open_store(spec, url, **hb)
+    if spec.adaptive is not None:  # resume: the seeds earlier rounds added
+        added = store.study.user_attrs.get("extra_seeds", {})
+        spec = dataclasses.replace(spec, extra_seeds={v: tuple(s) for v, s in added.items()})
+        store = open_store(spec, url, **hb)
+    opts = {"workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s, "grace_s": grace_s}
+    while True:
+        _run_round(spec, store, run_dir, url, **opts)
+        grown = _next_round(spec, store) if spec.adaptive is not None else None
+        if grown is None:
+            return report(spec, store, run_dir, use_wandb=use_wandb)
+        spec = grown
+        store = open_store(spec, url, **hb)

@@ -251,7 +251,8 @@ def _flat(tree: dict[str, Any]) -> dict[str, Any]:
 def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[str]:
     """Seeds, the base configuration that matters, and each variant's overrides."""
     seeds = (summary.get("methods") or {}).get("seeds") or (spec or {}).get("seeds") or []
-    lines = [f"Seeds: {seeds_text(seeds)} ({len(seeds)} per variant)." if seeds else "Seeds: not recorded."]
+    per = " (per variant: see the rounds)" if summary.get("adaptive") else f" ({len(seeds)} per variant)"
+    lines = [f"Seeds: {seeds_text(seeds)}{per}." if seeds else "Seeds: not recorded."]
     if spec and isinstance(spec.get("base"), dict):
         flat = _flat(spec["base"])
         base = ", ".join(f"{label} {flat[key]}" for label, key in BASE_HIGHLIGHTS.items() if key in flat)
@@ -260,6 +261,25 @@ def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[s
         for name, ov in spec["variants"].items():
             text = ", ".join(f"{k}={v}" for k, v in ov.items()) if ov else "none (the baseline)"
             lines.append(f"Overrides of {name}: {text}.")
+    return lines + adaptive_lines(summary)
+
+
+def adaptive_lines(summary: dict[str, Any]) -> list[str]:
+    """Adaptive seeds: the rule, each round's seeds and undecided variants, the stop reason."""
+    a = summary.get("adaptive")
+    if not a:
+        return []
+    rule = (
+        "the CI of Δ excludes 0" if a["stop"] == "separated" else f"the CI of Δ is narrower than {a['width']}"
+    )
+    lines = [
+        f"Adaptive seeds: {a['min']} to {a['max']} per variant in steps of {a['step']}; a comparison is "
+        f"decided when {rule}, at CI level {a['level']:.4f} (0.05 split over {a['looks']} looks)."
+    ]
+    for i, r in enumerate(summary.get("rounds") or [], 1):
+        seeds = ", ".join(f"{v} {n}" for v, n in r["seeds"].items())
+        lines.append(f"Round {i}: seeds {seeds}; undecided: {', '.join(r['undecided']) or 'none'}.")
+    lines.append(f"Stopped: {summary.get('stop_reason') or 'not yet (rerun the sweep to go on)'}.")
     return lines
 
 

@@ -229,13 +229,16 @@ def variant_stats(
     n_boot: int = N_BOOT,
     seed: int = BOOT_SEED,
     paired: bool = False,
+    paired_with: Sequence[float] | None = None,
 ) -> dict[str, Any]:
     """Statistics of one variant's per-seed values, and of its difference to the baseline.
 
     `values` must be finite (summarize() maps a diverged NaN to a worst-case value first:
     silently dropping it would flatter the variant). `baseline=None` means "no comparison"
     (used for the baseline itself): every comparison field is then None. `paired=True` means
-    values[i] and baseline[i] come from the same seed (same length, same order).
+    values[i] and baseline[i] come from the same seed (same length, same order); with
+    ``paired_with`` the paired part uses those baseline values instead (one per value, same
+    seed), while the unpaired statistics use every baseline value.
 
     - iqm, iqm_ci95: interquartile mean (trim_mean 0.25) and its percentile bootstrap CI.
     - delta_median = median(values) - median(baseline), whatever the direction; ci95: its
@@ -268,8 +271,9 @@ def variant_stats(
     y = np.asarray(baseline, dtype=float).reshape(-1)
     if not np.all(np.isfinite(y)):
         raise ValueError("baseline values must be finite")
-    if paired and x.size != y.size:
-        raise ValueError(f"paired samples need the same length, got {x.size} and {y.size}")
+    pair = np.asarray(baseline if paired_with is None else paired_with, dtype=float).reshape(-1)
+    if paired and x.size != pair.size:
+        raise ValueError(f"paired samples need the same length, got {x.size} and {pair.size}")
     out["paired"] = bool(paired and x.size > 0)
     if x.size == 0 or y.size == 0:
         return out
@@ -281,7 +285,7 @@ def variant_stats(
     if x.size >= 2 and y.size >= 2:
         out["ci95"] = _bootstrap((x, y), _median_diff, n_boot, seed)
     if paired:
-        d = x - y
+        d = x - pair
         out["delta_paired_median"] = _num(np.median(d))
         out["p_paired"], out["test"] = sign_flip(d, seed=seed)
         out["p_value"] = out["p_paired"]
@@ -377,11 +381,13 @@ def pairing(
 ) -> tuple[bool, str]:
     """(paired?, why) for comparing variant ``name`` with the baseline.
 
-    Paired when both have a complete value for exactly the same seeds, and the variant overrides
-    no data.* key that changes which examples a seed's run sees or in which order (any data key
-    but SEED_NEUTRAL_DATA_KEYS): then seed k of both shares the data set, the data order and
-    every other seed-derived stream the variant does not change, and the per-seed difference
-    is the unit. Otherwise unpaired, and the reason says why.
+    Paired when the baseline has a complete value for every seed the variant has (it may have
+    more: adaptive seeds grow the baseline with the undecided variants, and a variant's failed
+    cell leaves its other pairs intact), and the variant overrides no data.* key that changes
+    which examples a seed's run sees or in which order (any data key but
+    SEED_NEUTRAL_DATA_KEYS): then seed k of both shares the data set, the data order and every
+    other seed-derived stream the variant does not change, and the per-seed difference is the
+    unit. Otherwise unpaired, and the reason says why.
     """
     mine, base = {s for s, _, _ in cells}, {s for s, _, _ in base_cells}
     if not mine or not base:
@@ -393,14 +399,12 @@ def pairing(
         return False, (
             f"unpaired: {name} overrides {', '.join(data_keys)}, so a seed does not index the same data"
         )
-    if mine != base:
-        parts = []
-        if base - mine:
-            parts.append(f"{name} lacks seed(s) {seeds_text(base - mine)}")
-        if mine - base:
-            parts.append(f"{base_name} lacks seed(s) {seeds_text(mine - base)}")
-        return False, "unpaired: seed sets differ (" + "; ".join(parts) + ")"
-    return True, f"paired on seeds {seeds_text(mine)}"
+    if mine - base:
+        return False, f"unpaired: {base_name} lacks seed(s) {seeds_text(mine - base)} of {name}"
+    why = f"paired on seeds {seeds_text(mine)}"
+    if base - mine:
+        why += f" ({base_name}'s seed(s) {seeds_text(base - mine)} enter the unpaired test only)"
+    return True, why
 
 
 def methods(seeds: Sequence[int], k: int, n_boot: int = N_BOOT) -> dict[str, Any]:
@@ -483,8 +487,15 @@ def summarize(
         else:
             paired, why = pairing(name, cells[name], baseline, cells[baseline], (overrides or {}).get(name))
             values = [v for _, v, _ in cells[name]]  # sorted by seed (collect)
-            base = [base_by_seed[s] for s, _, _ in cells[name]] if paired else list(base_by_seed.values())
-            st = variant_stats(values, base, direction=direction, n_boot=n_boot, paired=paired)
+            pairs = [base_by_seed[s] for s, _, _ in cells[name]] if paired else None
+            st = variant_stats(
+                values,
+                list(base_by_seed.values()),
+                direction=direction,
+                n_boot=n_boot,
+                paired=paired,
+                paired_with=pairs,
+            )
             st["pairing"] = why
         st["n_diverged"] = sum(d for _, _, d in cells[name])
         out_variants[name] = {k: st[k] for k in VARIANT_KEYS}

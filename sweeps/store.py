@@ -221,7 +221,8 @@ class CellStore:
             trial = optuna.Trial(self.study, frozen._trial_id)
             # Fixed by enqueue_trial; suggesting records them as the trial's params.
             trial.suggest_categorical("variant", list(self.spec.variants))
-            trial.suggest_int("seed", min(self.spec.seeds), max(self.spec.seeds))
+            seeds = self.spec.all_seeds()
+            trial.suggest_int("seed", min(seeds), max(seeds))
             return trial
         return None
 

@@ -263,18 +263,20 @@ def test_summarize_shared_seeds_is_paired_with_holm() -> None:
     json.dumps(s, allow_nan=False)
 
 
-def test_summarize_missing_seed_falls_back_to_unpaired() -> None:
+def test_summarize_missing_variant_seed_pairs_the_complete_cases() -> None:
+    """one_head lacks seed 4: it is paired on seeds 0-3 (complete cases); the baseline's seed 4
+    still enters the unpaired statistics."""
     rows = [r for r in _shared_rows() if not (r["variant"] == "one_head" and r["seed"] == 4)]
     rows.append(_row("one_head", 4, None, state="failed"))
     s = _summarize(rows)
     one, no_pe = s["variants"]["one_head"], s["variants"]["no_pe"]
-    assert one["paired"] is False and one["test"] == "mwu-exact"
-    assert one["pairing"] == "unpaired: seed sets differ (one_head lacks seed(s) 4)"
-    assert (
-        one["p_value"] == one["p_mwu"] == pytest.approx(float(brute_mwu([0.9, 0.95, 1.0, 0.85], [1.0] * 5)))
-    )
-    assert one["p_paired"] is None and one["delta_paired_median"] is None and one["ci95_paired"] is None
-    assert no_pe["paired"] is True  # decided per variant
+    assert one["paired"] is True and one["test"] == "paired-permutation"
+    assert one["pairing"] == "paired on seeds 0–3 (base's seed(s) 4 enter the unpaired test only)"
+    # differences -0.1, -0.05, 0, -0.15: three nonzero, all negative: 2 / 2^3
+    assert one["p_value"] == one["p_paired"] == pytest.approx(2 / 8)
+    assert one["p_mwu"] == pytest.approx(float(brute_mwu([0.9, 0.95, 1.0, 0.85], [1.0] * 5)))
+    assert one["delta_paired_median"] == pytest.approx(-0.075)
+    assert no_pe["paired"] is True
     assert s["variants"]["one_head"]["p_holm"] == pytest.approx(holm([no_pe["p_value"], one["p_value"]])[1])
     assert s["methods"]["seeds"] == [0, 1, 2, 3, 4]  # default: the seeds of the rows
 
@@ -284,7 +286,8 @@ def test_summarize_baseline_missing_seed_and_data_override() -> None:
     s = _summarize(rows)
     for name in ("no_pe", "one_head"):
         assert s["variants"][name]["paired"] is False
-        assert "base lacks seed(s) 0" in s["variants"][name]["pairing"]
+        assert s["variants"][name]["pairing"] == f"unpaired: base lacks seed(s) 0 of {name}"
+        assert s["variants"][name]["test"] == "mwu-exact"
     s = _summarize(_shared_rows(), overrides={"no_pe": {"model.pe": "none"}, "one_head": {"data.seed": 3}})
     assert s["variants"]["no_pe"]["paired"] is True
     one = s["variants"]["one_head"]
@@ -316,14 +319,14 @@ def test_report_shows_tests_holm_design_and_fixed_decimals(tmp_path: Path) -> No
     )
     assert "Overrides of no_pe: model.pe=none." in md and "Overrides of one_head: model.n_heads=1." in md
     assert "| no_pe | 5 | 0 | 0.500 [0.500, 0.500] | 0.500 [0.500, 0.500] |" in md
-    # one_head (unpaired, 4 vs 5): 0.85, 0.9, 0.95 below all five 1.0s, one tie: p = 6/126;
-    # Holm: 2 x 6/126 = 0.0952 for it, max(0.0952, 1 x 0.0625) for no_pe
-    assert "| paired-permutation | 0.0625 | 0.0952 | 0.0079 |" in md
-    assert "| mwu-exact |" in md
+    # one_head lacks seed 4: paired on 0-3, p = 2/8; its unpaired MWU (4 vs 5): 0.85, 0.9, 0.95
+    # below all five 1.0s, one tie: 6/126. Holm: 2 x 0.0625 for no_pe, max(0.125, 0.25) for one_head
+    assert "| paired-permutation | 0.0625 | 0.1250 | 0.0079 |" in md
+    assert "| paired-permutation | 0.2500 | 0.2500 | 0.0476 |" in md
     assert "Holm-adjusted across the k = 2 comparisons" in md
-    assert "one_head: unpaired: seed sets differ (one_head lacks seed(s) 4)" in md
     written = json.loads((tmp_path / "summary.json").read_text())["variants"]
     assert written["one_head"]["p_mwu"] == pytest.approx(6 / 126)
-    assert written["no_pe"]["p_holm"] == written["one_head"]["p_holm"] == pytest.approx(12 / 126)
+    assert written["no_pe"]["p_holm"] == pytest.approx(0.125)
+    assert written["one_head"]["p_holm"] == pytest.approx(0.25)
     page = (tmp_path / "report.html").read_text()
     assert "Holm-adjusted" in page and "paired-permutation" in page and "model.pe=none" in page

@@ -1,0 +1,111 @@
+"""Adaptive seeds: a spec's ``seeds: {min, max, step, stop}`` runs rounds, adding seeds only to
+the undecided comparisons (and the baseline), each look at CI level 1 - 0.05 / looks."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ablate.errors import ConfigError
+from ablate.experiments.spec import spec_from_dict, spec_from_resolved
+from ablate.sweeps.adaptive import decide, grow
+from tests.conftest import TINY_BASE, run_sweep, write_spec
+
+VARIANTS = {"baseline": {}, "no_pe": {"model.pe": "none"}, "one_head": {"model.n_heads": 1}}
+
+
+def spec(seeds: object) -> object:
+    return spec_from_dict({"name": "a", "base": TINY_BASE, "variants": VARIANTS, "seeds": seeds})
+
+
+def test_adaptive_seeds_parse_and_round_trip() -> None:
+    s = spec({"min": 5, "max": 20, "step": 5})
+    assert s.seeds == (0, 1, 2, 3, 4) and s.adaptive.stop == "separated"
+    assert s.adaptive.looks == 4 and s.adaptive.level == pytest.approx(1 - 0.05 / 4)
+    assert spec({"min": 5, "max": 12, "step": 5}).adaptive.looks == 3  # 5, 10, 12
+    grown = grow(s, ["no_pe"])
+    again = spec_from_resolved(json.loads(json.dumps(grown.to_dict())))
+    assert again.adaptive == s.adaptive and again.extra_seeds == grown.extra_seeds
+    assert again.cells() == grown.cells()
+
+
+@pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        ({"min": 5, "max": 3, "step": 1}, "seeds.min=5 is above seeds.max=3"),
+        ({"min": 0, "max": 3, "step": 1}, "seeds.min must be an integer >= 1"),
+        (
+            {"min": 2, "max": 3, "step": 1, "stop": "soon"},
+            "seeds.stop='soon'; choose one of separated, ci_width",
+        ),
+        ({"min": 2, "max": 3, "step": 1, "stop": "ci_width"}, "needs seeds.width > 0"),
+        ({"min": 2, "max": 3, "step": 1, "width": 0.1}, "seeds.width applies to stop: ci_width only"),
+        ({"min": 2, "max": 3, "step": 1, "rounds": 2}, "seeds: unknown key(s) ['rounds']"),
+    ],
+)
+def test_bad_adaptive_seeds_are_named(seeds: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        spec(seeds)
+
+
+def test_grow_adds_seeds_to_undecided_variants_and_the_baseline() -> None:
+    s = spec({"min": 3, "max": 7, "step": 3})
+    g = grow(s, ["one_head"])
+    seeds = {v: sorted(x for w, x in g.cells() if w == v) for v in VARIANTS}
+    assert seeds == {"baseline": [0, 1, 2, 3, 4, 5], "no_pe": [0, 1, 2], "one_head": [0, 1, 2, 3, 4, 5]}
+    g2 = grow(g, ["one_head"])  # 6 + 3 capped at max 7
+    assert (
+        sum(w == "one_head" for w, _ in g2.cells()) == 7 and sum(w == "baseline" for w, _ in g2.cells()) == 7
+    )
+    assert grow(g2, ["one_head"]) is None  # at max: nothing can grow
+
+
+def rows(values: dict[str, list[float]]) -> list[dict]:
+    return [
+        {"variant": v, "seed": s, "state": "complete", "test/acc": x}
+        for v, xs in values.items()
+        for s, x in enumerate(xs)
+    ]
+
+
+def test_decide_separated_and_ci_width() -> None:
+    s = spec({"min": 4, "max": 8, "step": 4})
+    verdicts = decide(s, rows({"baseline": [1.0] * 4, "no_pe": [0.5] * 4, "one_head": [0.9, 1.0, 1.0, 1.0]}))
+    assert verdicts["no_pe"]["decided"] and verdicts["no_pe"]["ci"] == [-0.5, -0.5]
+    assert not verdicts["one_head"]["decided"] and verdicts["one_head"]["ci"][1] == 0.0  # touches 0
+    w = spec({"min": 4, "max": 8, "step": 4, "stop": "ci_width", "width": 0.05})
+    verdicts = decide(w, rows({"baseline": [1.0] * 4, "no_pe": [0.5] * 4, "one_head": [0.8, 1.0, 0.9, 1.0]}))
+    assert verdicts["no_pe"]["decided"] and not verdicts["one_head"]["decided"]
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_adaptive_sweep_runs_rounds_until_max_and_resumes(tmp_path: Path) -> None:
+    # 3 training steps: every variant sits near chance, so no comparison separates.
+    write_spec(tmp_path, seeds={"min": 2, "max": 4, "step": 2}, heatmap_seeds=[0])
+    proc = run_sweep(tmp_path, "--no-wandb")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = tmp_path / "runs" / "tiny"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert [r["seeds"] for r in summary["rounds"]] == [
+        {"baseline": 2, "no_pe": 2},
+        {"baseline": 4, "no_pe": 4},
+    ]
+    assert summary["rounds"][0]["undecided"] == ["no_pe"]
+    assert summary["stop_reason"] == "max seeds (4) reached"
+    assert summary["cells"] == {"total": 8, "complete": 8, "missing": []}
+    assert summary["variants"]["no_pe"]["n"] == 4 and summary["methods"]["seeds"] == [0, 1, 2, 3]
+    md = (run_dir / "report.md").read_text()
+    assert (
+        "Round 2: seeds baseline 4, no_pe 4; undecided: no_pe." in md
+        and "Stopped: max seeds (4) reached." in md
+    )
+    # The same command again: nothing reruns, the rounds stay as they were.
+    again = run_sweep(tmp_path, "--no-wandb")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads((run_dir / "summary.json").read_text())["rounds"] == summary["rounds"]
+    log = "".join(p.read_text() for p in (run_dir / "logs").glob("worker-*.log"))
+    assert log.count(": done") == 8  # each cell ran once
