@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from ablate.errors import ConfigError
-from ablate.tables import console, out_console, print_power, print_results, print_search, print_summary
+from ablate.tables import (
+    console,
+    out_console,
+    print_aggregate,
+    print_power,
+    print_results,
+    print_search,
+    print_summary,
+)
 
 if TYPE_CHECKING:
     from ablate.experiments.spec import ExperimentSpec
@@ -250,10 +258,30 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     specs = [EXPERIMENTS / p for p in preset["experiments"]]
     from ablate.experiments.spec import load_spec
 
-    for path in specs:  # validate all before running any
-        load_spec(path, args.overrides, profile=profile)
+    names = [load_spec(path, args.overrides, profile=profile).name for path in specs]  # validate all first
     for path in specs:
         _sweep_one(path, args.overrides, args, profile)
+    if len(specs) > 1:  # one table across the preset's tasks
+        out = Path(args.out or "runs")
+        write_aggregate([out / n for n in names], out / f"{args.name}-aggregate", args.storage)
+    return 0
+
+
+def write_aggregate(run_dirs: list[Path], stem: Path, storage: str | None) -> None:
+    from ablate.experiments.io import atomic_write_bytes, write_json
+    from ablate.sweeps.aggregate import from_run_dirs, markdown
+
+    agg = from_run_dirs(run_dirs, storage)
+    write_json(stem.with_suffix(".json"), agg)
+    atomic_write_bytes(stem.with_suffix(".md"), markdown(agg).encode())
+    print_aggregate(agg)
+    console.print(f"aggregate: {stem.with_suffix('.md')} and .json", markup=False)
+
+
+def cmd_aggregate(args: argparse.Namespace) -> int:
+    if len(args.run_dirs) < 2:
+        raise ConfigError("ablate aggregate needs at least two run folders (one per task)")
+    write_aggregate([Path(d) for d in args.run_dirs], Path(args.out), args.storage)
     return 0
 
 
@@ -341,6 +369,12 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("--max-seeds", type=int, default=50, help="largest seed count tried (default 50)")
     pw.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
     pw.set_defaults(func=cmd_power)
+
+    ag = sub.add_parser("aggregate", help="one table across tasks: IQM and P(improve) of normalized scores")
+    ag.add_argument("run_dirs", nargs="+", help="finished sweep run folders that share variant names")
+    ag.add_argument("--out", default="runs/aggregate", help="output stem: STEM.json and STEM.md")
+    ag.add_argument("--storage", help="Optuna storage URL if not each run folder's study.db")
+    ag.set_defaults(func=cmd_aggregate)
 
     cp = sub.add_parser("compare", help="put two sweep run folders side by side")
     cp.add_argument("run_a")

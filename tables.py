@@ -132,3 +132,20 @@ def print_power(table: dict, run_dir: Path) -> None:
     console.print(
         f"power: {run_dir / 'power.json'} ({table['resamples']} resamples per seed count)", markup=False
     )
+
+
+def print_aggregate(agg: dict) -> None:
+    """``ablate aggregate`` / the end of ``ablate reproduce``: IQM and P(improve) across tasks."""
+    t = Table(title=f"across {len(agg['tasks'])} tasks: {agg['metric']} / the baseline's median per task")
+    for col in ("variant", "runs", "IQM [95% CI]", "P(improve) [95% CI]"):
+        t.add_column(col, justify="left" if col == "variant" else "right")
+    for name, e in agg["variants"].items():
+        pi = (
+            f"{e['p_improve']:.2f} [{e['p_improve_ci95'][0]:.2f}, {e['p_improve_ci95'][1]:.2f}]"
+            if "p_improve" in e
+            else "-"
+        )
+        t.add_row(
+            name, str(e["runs"]), f"{e['iqm']:.3f} [{e['iqm_ci95'][0]:.3f}, {e['iqm_ci95'][1]:.3f}]", pi
+        )
+    out_console.print(t)

@@ -1,0 +1,141 @@
+"""One table across the experiments (tasks) of a preset, as rliable reports (Agarwal et al. 2021).
+
+Per task, every run's metric is normalized by the baseline's median on that task (1.0 = the
+baseline's level), so tasks of different difficulty can be pooled. Per variant:
+
+- IQM of the normalized scores of all runs on all tasks, with a stratified bootstrap CI
+  (each task's runs resampled on their own, so every resample keeps every task);
+- P(improve): the probability that a run of the variant beats a run of the baseline on the
+  same task (+ half the ties), averaged over tasks, with the same stratified bootstrap.
+
+rliable itself was not used: its arch < 8 requirement fails to import beside pandas 3
+(``deprecate_kwarg() missing ... 'new_arg_name'``); these few lines are its two estimators.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from ablate.errors import ConfigError
+from ablate.sweeps.stats import collect
+
+BOOT = 2000
+IQM_TRIM = 0.25
+
+
+def _p_improve(x: np.ndarray, y: np.ndarray) -> float:
+    diff = x[:, None] - y[None, :]
+    return float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
+
+
+def aggregate(tasks: dict[str, dict[str, np.ndarray]], baseline: str, *, seed: int = 0) -> dict[str, Any]:
+    """``tasks``: task -> variant -> raw scores (higher is better). Returns per-variant IQM and
+    P(improve) with 95 % stratified-bootstrap CIs."""
+    norm = {}
+    for task, scores in tasks.items():
+        ref = float(np.median(scores[baseline]))
+        if ref <= 0:
+            raise ConfigError(f"{task}: the baseline's median is {ref}; scores cannot be normalized by it")
+        norm[task] = {v: s / ref for v, s in scores.items()}
+    variants = list(next(iter(tasks.values())))
+    rng = np.random.default_rng(seed)
+    draws = {
+        t: {v: rng.integers(0, len(s), size=(BOOT, len(s))) for v, s in n.items()} for t, n in norm.items()
+    }
+    out: dict[str, Any] = {}
+    for v in variants:
+        pooled = np.concatenate([n[v] for n in norm.values()])
+        boot_pooled = np.concatenate([n[v][draws[t][v]] for t, n in norm.items()], axis=1)  # (BOOT, runs)
+        iqm = float(stats.trim_mean(pooled, IQM_TRIM))
+        iqm_boot = stats.trim_mean(boot_pooled, IQM_TRIM, axis=1)
+        entry = {
+            "runs": int(pooled.size),
+            "iqm": iqm,
+            "iqm_ci95": [float(q) for q in np.percentile(iqm_boot, [2.5, 97.5])],
+        }
+        if v != baseline:
+            per_task = [_p_improve(n[v], n[baseline]) for n in norm.values()]
+            boot = np.mean(
+                [
+                    [
+                        _p_improve(n[v][draws[t][v][b]], n[baseline][draws[t][baseline][b]])
+                        for b in range(BOOT)
+                    ]
+                    for t, n in norm.items()
+                ],
+                axis=0,
+            )
+            entry["p_improve"] = float(np.mean(per_task))
+            entry["p_improve_ci95"] = [float(q) for q in np.percentile(boot, [2.5, 97.5])]
+        out[v] = entry
+    return {
+        "tasks": list(tasks),
+        "baseline": baseline,
+        "normalization": "each run's metric / the baseline's median on its task",
+        "bootstrap": {"resamples": BOOT, "kind": "stratified by task (runs resampled within each task)"},
+        "variants": out,
+    }
+
+
+def from_run_dirs(run_dirs: list[Path], storage: str | None = None) -> dict[str, Any]:
+    """The aggregate of finished sweep run folders (one task each) that share variant names."""
+    from ablate.sweeps.grid import collect_rows, open_run
+
+    tasks: dict[str, dict[str, np.ndarray]] = {}
+    baseline = metric = None
+    for run_dir in run_dirs:
+        spec, store = open_run(run_dir, storage)
+        if spec.direction != "maximize":
+            raise ConfigError(
+                f"{run_dir}: the aggregate needs a metric to maximize, {spec.metric} is minimized"
+            )
+        if baseline is not None and (spec.baseline, list(spec.variants)) != (
+            baseline,
+            list(tasks[next(iter(tasks))]),
+        ):
+            raise ConfigError(f"{run_dir}: its variants {list(spec.variants)} differ from the other runs'")
+        if spec.name in tasks:
+            raise ConfigError(
+                f"{run_dir}: a second run folder of experiment {spec.name!r}; give one per task"
+            )
+        baseline, metric = spec.baseline, spec.metric
+        cells, _, _ = collect(
+            collect_rows(store), metric=spec.metric, direction=spec.direction, variants=list(spec.variants)
+        )
+        empty = [v for v, c in cells.items() if not c]
+        if empty:
+            raise ConfigError(f"{run_dir}: no complete cell for {empty}; finish the sweep first")
+        tasks[spec.name] = {v: np.array([x for _, x, _ in c]) for v, c in cells.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {"metric": metric, **aggregate(tasks, baseline)}
+
+
+def markdown(agg: dict[str, Any]) -> str:
+    lines = [
+        f"# Across {len(agg['tasks'])} tasks: {agg['metric']}, normalized by the baseline's median per task",
+        "",
+        "| variant | runs | IQM [95 % CI] | P(improve) [95 % CI] |",
+        "|---|---|---|---|",
+    ]
+    for v, e in agg["variants"].items():
+        iqm = f"{e['iqm']:.3f} [{e['iqm_ci95'][0]:.3f}, {e['iqm_ci95'][1]:.3f}]"
+        pi = (
+            f"{e['p_improve']:.2f} [{e['p_improve_ci95'][0]:.2f}, {e['p_improve_ci95'][1]:.2f}]"
+            if "p_improve" in e
+            else ""
+        )
+        lines.append(f"| {v} | {e['runs']} | {iqm} | {pi} |")
+    lines += [
+        "",
+        f"Tasks: {', '.join(agg['tasks'])}. Stratified bootstrap ({agg['bootstrap']['resamples']} "
+        "resamples, runs resampled within each task); IQM and P(improve) as in rliable "
+        "(Agarwal et al. 2021).",
+        "",
+    ]
+    return "\n".join(lines)
