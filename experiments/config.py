@@ -46,6 +46,10 @@ class TrainerConfig:
     # Intra-op CPU threads of a cell (torch.set_num_threads): the thread count changes the float
     # reduction order, so it is part of the configuration, set the same by every entry point.
     cpu_threads: int = 1
+    # 0: the run seed drives init, data order and dropout together. n > 0 (set by a spec's
+    # seed_factors): seed s initializes from s // n and orders the data by s % n, so that init
+    # and data order vary as separate, crossed factors; dropout stays keyed by s.
+    order_seeds: int = 0
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -55,6 +59,7 @@ class TrainerConfig:
         require(self.log_every >= 1, f"trainer.log_every must be >= 1, got {self.log_every}")
         require(self.seed_parallel >= 1, f"trainer.seed_parallel must be >= 1, got {self.seed_parallel}")
         require(self.cpu_threads >= 1, f"trainer.cpu_threads must be >= 1, got {self.cpu_threads}")
+        require(self.order_seeds >= 0, f"trainer.order_seeds must be >= 0, got {self.order_seeds}")
         require(
             not (self.compile and self.seed_parallel > 1),
             "trainer.compile is not supported with trainer.seed_parallel > 1 (torch.compile of a vmapped "
@@ -92,6 +97,11 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def streams(self, seed: int) -> tuple[int, int]:
+        """(init seed, data-order seed) of run seed ``seed`` (see trainer.order_seeds)."""
+        n = self.trainer.order_seeds
+        return (seed // n, seed % n) if n else (seed, seed)
 
     def flat(self) -> dict[str, Any]:
         """``{"model.d_model": 64, ..., "seed": 0}``: for W&B, Optuna and CSV."""

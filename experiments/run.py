@@ -222,18 +222,21 @@ def _train_group(
     start = time.perf_counter()
     dm = _setup(cfg, seeds[0], datamodule)
     sizes = {"vocab_size": dm.vocab_size, "n_classes": dm.n_classes, "max_steps": cfg.trainer.max_steps}
-    train = [dm.dataloader("train", shuffle=True, seed=s) for s in seeds]  # one data order per seed
+    inits, orders = zip(*(cfg.streams(s) for s in seeds), strict=True)
+    train = [dm.dataloader("train", shuffle=True, seed=o) for o in orders]  # one data order per seed
     stacked = cfg.trainer.seed_parallel > 1
     lit: LitClassifier | LitSeedParallel
     if not stacked:
         # Seed after data preparation so init does not depend on what data loading drew.
-        L.seed_everything(seeds[0], workers=True, verbose=False)
+        L.seed_everything(inits[0], workers=True, verbose=False)
         lit = LitClassifier(cfg.model, cfg.optim, **sizes, seed=seeds[0])
         if cfg.trainer.compile:
             lit.model = torch.compile(lit.model)
         logger: Logger | list[Logger] | bool = loggers[0] or False
     else:
-        lit = LitSeedParallel(cfg.model, cfg.optim, **sizes, seeds=seeds, pad_to=dm.longest("train"))
+        lit = LitSeedParallel(
+            cfg.model, cfg.optim, **sizes, seeds=seeds, init_seeds=list(inits), pad_to=dm.longest("train")
+        )
         logger = [MemberLogger(lg, k) for k, lg in enumerate(loggers) if lg] or False
     trainer = make_trainer(
         cfg,

@@ -25,6 +25,7 @@ SPEC_KEYS = (
     "overrides",
     "variants",
     "seeds",
+    "seed_factors",
     "heatmap_seeds",
     "metric",
     "extra_metrics",
@@ -151,6 +152,8 @@ class ExperimentSpec:
     # Adaptive seeds (``seeds: {min, ...}``) and the seeds its rounds added, per variant.
     adaptive: AdaptiveSeeds | None = None
     extra_seeds: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # ``seed_factors: {init: a, data_order: b}``: seeds 0..ab-1, seed s = init s // b x order s % b.
+    seed_factors: dict[str, int] | None = None
 
     @property
     def baseline(self) -> str:
@@ -193,6 +196,7 @@ class ExperimentSpec:
             "search": self.search.to_dict() if self.search else None,
             "tuned": self.tuned,
             "adaptive": self.adaptive.to_dict() if self.adaptive else None,
+            "seed_factors": self.seed_factors,
             "extra_seeds": {v: list(s) for v, s in self.extra_seeds.items()},
         }
 
@@ -227,6 +231,19 @@ def _adaptive(value: dict[str, Any], where: str) -> AdaptiveSeeds:
         stop=stop,
         width=None if width is None else float(width),
     )
+
+
+def _seed_factors(value: Any, where: str) -> dict[str, int]:
+    require(
+        isinstance(value, dict) and set(value) == {"init", "data_order"},
+        f"{where}seed_factors must be {{init: N, data_order: M}} (crossed levels), got {value!r}",
+    )
+    for key, n in value.items():
+        require(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 2,
+            f"{where}seed_factors.{key} must be an integer >= 2 (a factor needs two levels), got {n!r}",
+        )
+    return dict(value)
 
 
 def _seeds(value: Any, key: str) -> tuple[int, ...]:
@@ -341,7 +358,7 @@ def _search(raw: Any, base: TrainConfig, where: str) -> SearchSpec:
 
 
 # How cells train, not what they measure: one value per study, never a variant's.
-STUDY_WIDE = ("trainer.seed_parallel", "trainer.cpu_threads")
+STUDY_WIDE = ("trainer.seed_parallel", "trainer.cpu_threads", "trainer.order_seeds")
 
 
 def spec_from_dict(
@@ -418,6 +435,14 @@ def spec_from_dict(
 
     adaptive = _adaptive(raw["seeds"], where) if isinstance(raw.get("seeds"), dict) else None
     seeds = tuple(range(adaptive.min)) if adaptive else _seeds(raw.get("seeds", 5), "seeds")
+    factors = _seed_factors(raw["seed_factors"], where) if raw.get("seed_factors") is not None else None
+    if factors is not None:
+        require(
+            "seeds" not in raw, f"{where}give seeds or seed_factors, not both (seed_factors sets the seeds)"
+        )
+        seeds = tuple(range(factors["init"] * factors["data_order"]))
+        base_overrides["trainer.order_seeds"] = factors["data_order"]
+        base = base.override({"trainer.order_seeds": factors["data_order"]})
     heatmap_seeds = _seeds(raw.get("heatmap_seeds", [seeds[0]]), "heatmap_seeds")
     missing = sorted(set(heatmap_seeds) - set(seeds))
     require(not missing, f"{where}heatmap_seeds {missing} are not among seeds {list(seeds)}")
@@ -456,6 +481,7 @@ def spec_from_dict(
         base_overrides=base_overrides,
         search=search,
         adaptive=adaptive,
+        seed_factors=factors,
     )
 
 
@@ -486,4 +512,5 @@ def spec_from_resolved(d: dict[str, Any]) -> ExperimentSpec:
         tuned=d.get("tuned"),
         adaptive=_adaptive(d["adaptive"], "") if d.get("adaptive") else None,
         extra_seeds={v: tuple(s) for v, s in (d.get("extra_seeds") or {}).items()},
+        seed_factors=d.get("seed_factors"),
     )

@@ -138,10 +138,14 @@ class LitSeedParallel(L.LightningModule):
         max_steps: int,
         seeds: list[int],
         pad_to: int,
+        init_seeds: list[int] | None = None,
     ) -> None:
+        """``seeds`` key the members' dropout; ``init_seeds`` (default: the same) their init."""
         super().__init__()
         self.optim_cfg, self.max_steps, self.seeds, self.pad_to = optim_cfg, max_steps, list(seeds), pad_to
-        self.model = StackedEncoder(model_cfg, vocab_size=vocab_size, n_classes=n_classes, seeds=seeds)
+        self.model = StackedEncoder(
+            model_cfg, vocab_size=vocab_size, n_classes=n_classes, seeds=init_seeds or list(seeds)
+        )
         K = len(seeds)
         self.register_buffer("seed_t", torch.tensor(seeds, dtype=torch.int64), persistent=False)
         self.train_metrics = nn.ModuleList(classification_metrics(n_classes) for _ in range(K))

@@ -70,6 +70,15 @@ def report(
         summary["extra_metrics"] = {m: stats(m)["variants"] for m in spec.extra_metrics}
     if spec.tuned:
         summary["tuned"] = spec.tuned  # each variant's parameters from `ablate search`
+    if spec.seed_factors:
+        from ablate.sweeps.stats import collect, variance_components
+
+        a, b = spec.seed_factors["init"], spec.seed_factors["data_order"]
+        cells, _, _ = collect(
+            rows, metric=spec.metric, direction=spec.direction, variants=list(spec.variants)
+        )
+        summary["seed_factors"] = spec.seed_factors
+        summary["variance"] = {v: variance_components(c, a, b) for v, c in cells.items()}
     if spec.adaptive is not None:
         summary["adaptive"] = {
             **spec.adaptive.to_dict(),

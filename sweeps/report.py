@@ -261,7 +261,28 @@ def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[s
         for name, ov in spec["variants"].items():
             text = ", ".join(f"{k}={v}" for k, v in ov.items()) if ov else "none (the baseline)"
             lines.append(f"Overrides of {name}: {text}.")
-    return lines + adaptive_lines(summary)
+    return lines + adaptive_lines(summary) + variance_lines(summary)
+
+
+def variance_lines(summary: dict[str, Any]) -> list[str]:
+    """seed_factors: each variant's seed variance split into init, data order and residual."""
+    f = summary.get("seed_factors")
+    if not f:
+        return []
+    lines = [
+        f"Seed factors: {f['init']} init seeds x {f['data_order']} data orders, crossed (two-way "
+        "random effects; residual = dropout, numerics and their interaction):"
+    ]
+    for name, v in summary.get("variance", {}).items():
+        if not v.get("complete"):
+            lines.append(f"{name}: incomplete grid, no decomposition.")
+            continue
+        parts = ", ".join(
+            f"{k.replace('_', ' ')} {v['share'][k]:.0%}" if v["share"][k] is not None else f"{k} -"
+            for k in ("init", "data_order", "residual")
+        )
+        lines.append(f"{name}: sd {v['sd_total']:.4f}; {parts}.")
+    return lines
 
 
 def adaptive_lines(summary: dict[str, Any]) -> list[str]:

@@ -454,6 +454,43 @@ def methods(seeds: Sequence[int], k: int, n_boot: int = N_BOOT) -> dict[str, Any
     }
 
 
+def variance_components(cells: Sequence[Cell], n_init: int, n_order: int) -> dict[str, Any]:
+    """Split one variant's seed variance into init, data order and residual.
+
+    Seed s ran with init seed s // n_order and data-order seed s % n_order (seed_factors), so the
+    values form an n_init x n_order table with one run per cell. The two-way random-effects
+    model without replication, y_ij = mu + a_i + b_j + e_ij, gives from the ANOVA mean squares
+    var(init) = (MS_init - MS_res) / n_order, var(order) = (MS_order - MS_res) / n_init,
+    var(residual) = MS_res (dropout, numerics and the init x order interaction, which one run
+    per cell cannot separate); negative estimates are set to 0 (Dodge et al. 2020 and
+    Bouthillier et al. 2021 split seed variance the same way).
+    """
+    y = np.full((n_init, n_order), np.nan)
+    for seed, value, _ in cells:
+        if seed < n_init * n_order:
+            y[seed // n_order, seed % n_order] = value
+    if np.isnan(y).any():
+        return {"complete": False}
+    grand = y.mean()
+    rows, cols = y.mean(axis=1), y.mean(axis=0)
+    ms_init = n_order * ((rows - grand) ** 2).sum() / (n_init - 1)
+    ms_order = n_init * ((cols - grand) ** 2).sum() / (n_order - 1)
+    resid = y - rows[:, None] - cols[None, :] + grand
+    ms_res = (resid**2).sum() / ((n_init - 1) * (n_order - 1))
+    parts = {
+        "init": max(0.0, (ms_init - ms_res) / n_order),
+        "data_order": max(0.0, (ms_order - ms_res) / n_init),
+        "residual": float(ms_res),
+    }
+    total = sum(parts.values())
+    return {
+        "complete": True,
+        "var": {k: float(v) for k, v in parts.items()},
+        "share": {k: (float(v / total) if total > 0 else None) for k, v in parts.items()},
+        "sd_total": float(np.sqrt(total)),
+    }
+
+
 def summarize(
     rows: Sequence[dict[str, Any]],
     *,
