@@ -25,37 +25,9 @@ from ablate.experiments.spec import spec_from_dict
 from ablate.lit_modules.classifier import LitClassifier
 from ablate.lit_modules.dropout import keep_mask
 from ablate.lit_modules.seed_parallel import LitSeedParallel
-from tests.conftest import REPO, SST2, ablate_cmd
+from tests.conftest import COUPLING_BASE, REPO, SST2, TINY_BASE, ablate_cmd
 
-# Dropout at every site, variable lengths (stacked batches get padded), [CLS] + learned PE,
-# every step clipped: everything that could couple members or the two paths.
-CFG = TrainConfig.from_dict(
-    {
-        "model": {
-            "d_model": 16,
-            "n_layers": 2,
-            "n_heads": 2,
-            "d_ff": 32,
-            "dropout": 0.1,
-            "attn_dropout": 0.1,
-            "pool": "cls",
-            "pe": "learned",
-            "max_len": 16,
-        },
-        "data": {
-            "task": "order",
-            "min_len": 4,
-            "max_len": 9,
-            "n_symbols": 5,
-            "n_train": 96,
-            "n_val": 32,
-            "n_test": 32,
-            "batch_size": 16,
-        },
-        "optim": {"lr": 0.01, "grad_clip": 0.05},
-        "trainer": {"max_steps": 12, "val_every": 6, "log_every": 1},
-    }
-)
+CFG = TrainConfig.from_dict(COUPLING_BASE).override({"trainer.max_steps": 12, "trainer.val_every": 6})
 
 
 def stacked(k: int) -> TrainConfig:
@@ -178,18 +150,8 @@ def test_cpu_threads_is_part_of_the_cell_config() -> None:
 
 
 TINY = {
-    "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.1},
-    "data": {
-        "task": "order",
-        "min_len": 7,
-        "max_len": 7,
-        "n_symbols": 5,
-        "n_train": 96,
-        "n_val": 32,
-        "n_test": 32,
-        "batch_size": 16,
-    },
-    "optim": {"lr": 0.003},
+    **TINY_BASE,
+    "model": {**TINY_BASE["model"], "dropout": 0.1},
     "trainer": {"max_steps": 6, "log_every": 1},
 }
 METRICS = ("val/acc", "val/loss", "test/acc", "test/f1", "test/loss")

@@ -20,37 +20,9 @@ from ablate.experiments.run import run_cells, run_trial
 from ablate.lit_modules.config import ModelConfig
 from ablate.lit_modules.encoder import EncoderClassifier
 from ablate.lit_modules.seed_parallel import StackedEncoder, clip_per_member, member_metrics, stack_batches
-from tests.conftest import TINY_BASE, ablate_cmd
+from tests.conftest import COUPLING_BASE, TINY_BASE, ablate_cmd
 
-# Variable lengths (members' batches get padded to a common length), [CLS] and a learned table,
-# dropout in every site (attention included), and a clip norm small enough that every step is clipped.
-CFG = TrainConfig.from_dict(
-    {
-        "model": {
-            "d_model": 16,
-            "n_layers": 2,
-            "n_heads": 2,
-            "d_ff": 32,
-            "dropout": 0.1,
-            "attn_dropout": 0.1,
-            "pool": "cls",
-            "pe": "learned",
-            "max_len": 16,
-        },
-        "data": {
-            "task": "order",
-            "min_len": 4,
-            "max_len": 9,
-            "n_symbols": 5,
-            "n_train": 96,
-            "n_val": 32,
-            "n_test": 32,
-            "batch_size": 16,
-        },
-        "optim": {"lr": 0.01, "grad_clip": 0.05},
-        "trainer": {"max_steps": 8, "val_every": 4, "log_every": 1, "seed_parallel": 3},
-    }
-)
+CFG = TrainConfig.from_dict(COUPLING_BASE).override({"trainer.seed_parallel": 3})
 SINGLE = CFG.override({"trainer.seed_parallel": 1})
 SEEDS = [0, 1, 2]
 
