@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from ablate.experiments.spec import ExperimentSpec
-from ablate.sweeps.stats import collect, mwu_exact, pairing, sign_flip
+from ablate.sweeps.exact import mwu_exact, sign_flip
+from ablate.sweeps.stats import collect, pairing
 from ablate.sweeps.store import CellStore
 
 EXACT_SIGN_MAX = 12

@@ -208,7 +208,7 @@ NOTES = (
     "bootstrap 95% CI (samples resampled independently); Δ paired: median of the per-seed differences "
     "with a bootstrap CI over seeds (paired variants only). "
     "p: the exact two-sided permutation test named in 'test': paired-permutation = sign flips of the "
-    "per-seed differences, used when the variant has a complete value for exactly the baseline's seeds "
+    "per-seed differences, used when the baseline has a complete value for every seed of the variant "
     "(it cannot go below 2/2^n: 0.0625 at 5 seeds); mwu-exact = Mann-Whitney U with ties, otherwise. "
     "p MWU: the unpaired exact test, shown for every variant. "
     "P(improve): P(variant better than baseline) + ½ P(tie). "

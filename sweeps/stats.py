@@ -21,11 +21,24 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from math import comb
 from typing import Any
 
 import numpy as np
 from scipy import stats
+
+from ablate.sweeps.exact import (
+    BOOT_SEED,
+    EXACT_MWU_MAX,
+    EXACT_PAIRED_MAX,
+    MC_RESAMPLES,
+    TEST_MWU,
+    TEST_MWU_MC,
+    TEST_PAIRED,
+    TEST_PAIRED_MC,
+    holm,
+    mwu_exact,
+    sign_flip,
+)
 
 DIRECTIONS = ("maximize", "minimize")
 STAT_KEYS = (
@@ -56,16 +69,7 @@ STAT_KEYS = (
 # are the original schema; the rest were added after them (additive).
 VARIANT_KEYS = ("n", "n_diverged", *STAT_KEYS[1:])
 
-# Test names (a variant's "test"): the test behind its p_value.
-TEST_PAIRED = "paired-permutation"  # exact sign-flip over all 2^n sign vectors
-TEST_PAIRED_MC = "paired-permutation-mc"  # Monte Carlo sign flips (n > EXACT_PAIRED_MAX)
-TEST_MWU = "mwu-exact"  # exact Mann-Whitney U over all C(n1+n2, n1) splits, midranks for ties
-TEST_MWU_MC = "mwu-permutation-mc"  # Monte Carlo splits (n1 + n2 > EXACT_MWU_MAX)
-EXACT_PAIRED_MAX = 20  # 2^20 sign vectors
-EXACT_MWU_MAX = 200  # pooled size up to which the U distribution is counted exactly
-MC_RESAMPLES = 100_000
 N_BOOT = 10_000
-BOOT_SEED = 0
 IQM_TRIM = 0.25
 # data.* keys that do not change which examples a run sees, nor in which order: a variant that
 # overrides any other data.* key (data.seed, the task, the sizes, the batch size, ...) has seeds
@@ -123,99 +127,6 @@ def iqm(values: Sequence[float]) -> float | None:
     """
     x = np.asarray(values, dtype=float).reshape(-1)
     return _num(_iqm(x)) if x.size else None
-
-
-# ---- exact tests ------------------------------------------------------------------------------
-
-
-def mwu_exact(x: Sequence[float], y: Sequence[float], *, seed: int = BOOT_SEED) -> tuple[float, str]:
-    """Two-sided Mann-Whitney U p-value from the exact permutation distribution, ties included.
-
-    The pooled values get midranks; under H0 every split of them into n1 + n2 is equally likely.
-    p = P(|U - n1 n2 / 2| >= |U_obs - n1 n2 / 2|). Twice the midranks are integers, so the test
-    counts, for every subset size and doubled rank sum, the number of subsets (a knapsack over
-    the pooled values: exactly the enumeration of all C(n1 + n2, n1) splits, grouped by their
-    statistic) and compares integers: no float tolerance is needed. Above EXACT_MWU_MAX pooled
-    values it draws MC_RESAMPLES random splits instead (seeded). Returns (p, test name).
-    """
-    x = np.asarray(x, dtype=float).reshape(-1)
-    y = np.asarray(y, dtype=float).reshape(-1)
-    n1, n2 = x.size, y.size
-    if n1 == 0 or n2 == 0:
-        raise ValueError("both samples need at least one value")
-    big = n1 + n2
-    r2 = np.rint(2 * stats.rankdata(np.concatenate([x, y]))).astype(np.int64)  # doubled midranks
-    t_obs = int(r2[:n1].sum())
-    center = n1 * (big + 1)  # E[doubled rank sum of x] = n1 (N + 1)
-    dev_obs = abs(t_obs - center)
-    if big > EXACT_MWU_MAX:
-        rng = np.random.default_rng(seed)
-        hits, done = 0, 0
-        while done < MC_RESAMPLES:
-            b = min(1000, MC_RESAMPLES - done)
-            perm = np.argsort(rng.random((b, big)), axis=1)[:, :n1]
-            hits += int(np.count_nonzero(np.abs(r2[perm].sum(axis=1) - center) >= dev_obs))
-            done += b
-        return (hits + 1) / (MC_RESAMPLES + 1), TEST_MWU_MC
-    k = min(n1, n2)  # the smaller side: |T_y - E T_y| = |T_x - E T_x|, so the same extreme set
-    if k == n2:
-        t_obs = int(r2[n1:].sum())
-        center = n2 * (big + 1)
-    top = int(np.sort(r2)[-k:].sum())  # the largest doubled rank sum of k values
-    ways = np.zeros((k + 1, top + 1))  # ways[j, s]: subsets of size j with doubled rank sum s
-    ways[0, 0] = 1.0
-    for r in r2:
-        ways[1:, r:] += ways[:-1, : top + 1 - r].copy()
-    sums = np.arange(top + 1)
-    dist = ways[k]
-    extreme = np.abs(sums - center) >= abs(t_obs - center)
-    return float(min(1.0, dist[extreme].sum() / comb(big, k))), TEST_MWU
-
-
-def sign_flip(d: Sequence[float], *, seed: int = BOOT_SEED) -> tuple[float, str]:
-    """Two-sided paired permutation (sign-flip) p-value of per-pair differences ``d``.
-
-    Under H0 each difference is as likely +d_i as -d_i. Statistic: S = sum(d);
-    p = P(|S*| >= |S_obs|) over all 2^n sign vectors (zeros flip to themselves and contribute
-    nothing). The comparison allows a relative float tolerance of 1e-9 of sum |d|, so sums that
-    are equal in exact arithmetic (0.1 + 0.2 vs 0.3) count as ties. n > EXACT_PAIRED_MAX nonzero
-    differences: MC_RESAMPLES random sign vectors (seeded). Returns (p, test name).
-    """
-    d = np.asarray(d, dtype=float).reshape(-1)
-    d = d[d != 0]
-    if d.size == 0:
-        return 1.0, TEST_PAIRED
-    obs = abs(float(d.sum()))
-    tol = 1e-9 * float(np.abs(d).sum())
-    if d.size > EXACT_PAIRED_MAX:
-        rng = np.random.default_rng(seed)
-        hits, done = 0, 0
-        while done < MC_RESAMPLES:
-            b = min(10_000, MC_RESAMPLES - done)
-            signs = rng.choice(np.array([-1.0, 1.0]), size=(b, d.size))
-            hits += int(np.count_nonzero(np.abs(signs @ d) >= obs - tol))
-            done += b
-        return (hits + 1) / (MC_RESAMPLES + 1), TEST_PAIRED_MC
-    sums = np.zeros(1)
-    for v in d:
-        sums = np.concatenate([sums + v, sums - v])
-    return float(np.count_nonzero(np.abs(sums) >= obs - tol) / sums.size), TEST_PAIRED
-
-
-def holm(pvalues: Sequence[float | None]) -> list[float | None]:
-    """Holm's step-down adjusted p-values (monotone, capped at 1); None entries stay None.
-
-    With the m given p-values sorted ascending p(1) <= ... <= p(m):
-    p_holm(i) = max over j <= i of min(1, (m - j + 1) p(j)).
-    """
-    given = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
-    m = len(given)
-    out: list[float | None] = [None] * len(pvalues)
-    running = 0.0
-    for rank, (p, i) in enumerate(given):
-        running = max(running, min(1.0, (m - rank) * float(p)))
-        out[i] = running
-    return out
 
 
 # ---- one variant --------------------------------------------------------------------------------

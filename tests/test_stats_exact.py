@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from ablate.sweeps import stats as st
+from ablate.sweeps import exact
+from ablate.sweeps.exact import holm, mwu_exact, sign_flip
 from ablate.sweeps.provenance import versions
 from ablate.sweeps.report import write_report
-from ablate.sweeps.stats import holm, iqm, mwu_exact, sign_flip, summarize, variant_stats
+from ablate.sweeps.stats import iqm, summarize, variant_stats
 
 # ---- brute force, written plainly ---------------------------------------------------------------
 
@@ -124,13 +125,13 @@ def test_exact_mwu_without_ties_matches_scipy_exact() -> None:
 
 def test_monte_carlo_fallback_above_the_exact_size(monkeypatch: pytest.MonkeyPatch) -> None:
     x, y = [0.5, 0.5, 0.75, 1.0], [0.75, 1.0, 1.0, 1.0, 1.0]
-    exact = float(brute_mwu(x, y))
-    monkeypatch.setattr(st, "EXACT_MWU_MAX", 5)
-    monkeypatch.setattr(st, "MC_RESAMPLES", 20_000)
+    expected = float(brute_mwu(x, y))
+    monkeypatch.setattr(exact, "EXACT_MWU_MAX", 5)
+    monkeypatch.setattr(exact, "MC_RESAMPLES", 20_000)
     p, name = mwu_exact(x, y)
     assert name == "mwu-permutation-mc"
-    assert p == pytest.approx(exact, abs=0.015) and p == mwu_exact(x, y)[0]  # seeded
-    monkeypatch.setattr(st, "EXACT_PAIRED_MAX", 3)
+    assert p == pytest.approx(expected, abs=0.015) and p == mwu_exact(x, y)[0]  # seeded
+    monkeypatch.setattr(exact, "EXACT_PAIRED_MAX", 3)
     d = [0.1, 0.2, -0.05, 0.3, 0.15]
     p, name = sign_flip(d)
     assert name == "paired-permutation-mc"
