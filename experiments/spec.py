@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from ablate.errors import ConfigError, require
 from ablate.experiments.config import TrainConfig, parse_overrides, read_yaml
+from ablate.experiments.search_spec import SearchSpec, parse_search
+from ablate.experiments.seeds import AdaptiveSeeds, parse_adaptive, parse_seed_factors, parse_seeds
 
 SPEC_KEYS = (
     "name",
@@ -35,98 +37,7 @@ SPEC_KEYS = (
     "profiles",
     "search",
 )
-PRUNERS = ("median", "hyperband", "none")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ParamSpace:
-    """One searched key: a float/int range (optionally log-scaled) or a list of choices."""
-
-    low: float | None = None
-    high: float | None = None
-    log: bool = False
-    choices: tuple[Any, ...] = ()
-    is_int: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        if self.choices:
-            return {"choices": list(self.choices)}
-        return {"low": self.low, "high": self.high, "log": self.log}
-
-
-@dataclass(frozen=True, kw_only=True)
-class SearchSpec:
-    """Per-variant tuning (``ablate search``): TPE over ``space`` on a validation metric.
-
-    A key a variant sets itself (e.g. ``optim.warmup_ratio: 0`` in a no-warmup
-    variant) is not searched for that variant: the variant defines it.
-    """
-
-    space: dict[str, ParamSpace]
-    trials: int = 20
-    metric: str = "val/acc"
-    direction: Literal["maximize", "minimize"] = "maximize"
-    # Seeds the TPE sampler and is the training seed of every search trial.
-    seed: int = 0
-    pruner: Literal["median", "hyperband", "none"] = "median"
-    # median: never prune in the first n_startup_trials trials, nor at a trial's first
-    # n_warmup_steps validations (validations are numbered 1, 2, ... every trainer.val_every steps)
-    # hyperband: min_resource (validations) and reduction_factor
-    n_startup_trials: int = 4
-    n_warmup_steps: int = 1
-    min_resource: int = 1
-    reduction_factor: int = 3
-
-    def space_for(self, variant_overrides: dict[str, Any]) -> dict[str, ParamSpace]:
-        return {k: p for k, p in self.space.items() if k not in variant_overrides}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "space": {k: p.to_dict() for k, p in self.space.items()},
-            "trials": self.trials,
-            "metric": self.metric,
-            "direction": self.direction,
-            "seed": self.seed,
-            "pruner": self.pruner,
-            "n_startup_trials": self.n_startup_trials,
-            "n_warmup_steps": self.n_warmup_steps,
-            "min_resource": self.min_resource,
-            "reduction_factor": self.reduction_factor,
-        }
-
-
-STOP_RULES = ("separated", "ci_width")
-
-
-@dataclass(frozen=True, kw_only=True)
-class AdaptiveSeeds:
-    """``seeds: {min, max, step, stop, width}``: start with seeds 0..min-1; after each round, add
-    ``step`` seeds to every variant whose comparison with the baseline is still undecided (and to
-    the baseline, so that they stay paired) until each is decided or has ``max`` seeds.
-
-    ``stop: separated`` decides a comparison when the CI of its Δ excludes 0, ``ci_width`` when
-    the CI is narrower than ``width``. The CI of every look is taken at level 1 - 0.05 / looks
-    (Bonferroni over the possible looks), so peeking after each round keeps the error rate of
-    "separated" at 5 % or less.
-    """
-
-    min: int
-    max: int
-    step: int
-    stop: Literal["separated", "ci_width"] = "separated"
-    width: float | None = None
-
-    @property
-    def looks(self) -> int:
-        return 1 + -(-(self.max - self.min) // self.step)  # ceil: the last round may be shorter
-
-    @property
-    def level(self) -> float:
-        return 1 - 0.05 / self.looks
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"min": self.min, "max": self.max, "step": self.step, "stop": self.stop, "width": self.width}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,163 +112,6 @@ class ExperimentSpec:
         }
 
 
-def _adaptive(value: dict[str, Any], where: str) -> AdaptiveSeeds:
-    keys = ("min", "max", "step", "stop", "width")
-    unknown = sorted(set(value) - set(keys))
-    require(not unknown, f"{where}seeds: unknown key(s) {unknown}; valid: {', '.join(keys)}")
-    for key in ("min", "max", "step"):
-        v = value.get(key)
-        require(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 1,
-            f"{where}seeds.{key} must be an integer >= 1, got {v!r}",
-        )
-    require(
-        value["min"] <= value["max"], f"{where}seeds.min={value['min']} is above seeds.max={value['max']}"
-    )
-    stop = value.get("stop", "separated")
-    require(stop in STOP_RULES, f"{where}seeds.stop={stop!r}; choose one of {', '.join(STOP_RULES)}")
-    width = value.get("width")
-    if stop == "ci_width":
-        require(
-            isinstance(width, (int, float)) and not isinstance(width, bool) and width > 0,
-            f"{where}seeds.stop=ci_width needs seeds.width > 0 (the CI width to reach), got {width!r}",
-        )
-    else:
-        require(width is None, f"{where}seeds.width applies to stop: ci_width only")
-    return AdaptiveSeeds(
-        min=value["min"],
-        max=value["max"],
-        step=value["step"],
-        stop=stop,
-        width=None if width is None else float(width),
-    )
-
-
-def _seed_factors(value: Any, where: str) -> dict[str, int]:
-    require(
-        isinstance(value, dict) and set(value) == {"init", "data_order"},
-        f"{where}seed_factors must be {{init: N, data_order: M}} (crossed levels), got {value!r}",
-    )
-    for key, n in value.items():
-        require(
-            isinstance(n, int) and not isinstance(n, bool) and n >= 2,
-            f"{where}seed_factors.{key} must be an integer >= 2 (a factor needs two levels), got {n!r}",
-        )
-    return dict(value)
-
-
-def _seeds(value: Any, key: str) -> tuple[int, ...]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        require(value >= 1, f"{key}={value}: a seed count must be >= 1")
-        return tuple(range(value))
-    require(
-        isinstance(value, list)
-        and value
-        and all(isinstance(s, int) and not isinstance(s, bool) for s in value),
-        f"{key} must be a count or a non-empty list of integers, got {value!r}",
-    )
-    require(len(set(value)) == len(value), f"{key} lists a seed twice: {value}")
-    return tuple(value)
-
-
-SEARCH_KEYS = (
-    "space",
-    "trials",
-    "metric",
-    "direction",
-    "seed",
-    "pruner",
-    "n_startup_trials",
-    "n_warmup_steps",
-    "min_resource",
-    "reduction_factor",
-)
-
-
-def _param_space(key: str, raw: Any, base: TrainConfig, where: str) -> ParamSpace:
-    flat = base.flat()
-    require(
-        key in flat and key != "seed",
-        f"{where}search.space key {key!r} is not a config key; valid: {', '.join(k for k in flat if k != 'seed')}",
-    )
-    require(
-        isinstance(raw, dict) and (set(raw) <= {"low", "high", "log"} or set(raw) == {"choices"}),
-        f"{where}search.space.{key} must be {{low, high[, log]}} or {{choices: [...]}}, got {raw!r}",
-    )
-    current = flat[key]
-    if "choices" in raw:
-        choices = raw["choices"]
-        require(
-            isinstance(choices, list) and choices,
-            f"{where}search.space.{key}.choices must be a non-empty list",
-        )
-        values = list(choices)
-        space = ParamSpace(choices=tuple(choices))
-    else:
-        low, high, log = raw.get("low"), raw.get("high"), raw.get("log", False)
-        numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (low, high))
-        require(numeric, f"{where}search.space.{key} needs numeric low and high, got {raw!r}")
-        require(low < high, f"{where}search.space.{key}: low={low} must be below high={high}")
-        require(isinstance(log, bool), f"{where}search.space.{key}.log must be true or false")
-        require(not log or low > 0, f"{where}search.space.{key}: a log range needs low > 0")
-        is_int = isinstance(current, int) and not isinstance(current, bool)
-        require(
-            not is_int or (float(low).is_integer() and float(high).is_integer()),
-            f"{where}search.space.{key} is an integer key; low and high must be integers",
-        )
-        values = [int(low), int(high)] if is_int else [float(low), float(high)]
-        space = ParamSpace(low=values[0], high=values[1], log=log, is_int=is_int)
-    for value in values:  # every end of the range must be a valid config
-        try:
-            base.override({key: value})
-        except ConfigError as err:
-            raise ConfigError(f"{where}search.space.{key}={value!r}: {err}") from None
-    return space
-
-
-def _search(raw: Any, base: TrainConfig, where: str) -> SearchSpec:
-    require(isinstance(raw, dict), f"{where}search must be a mapping with a 'space'")
-    unknown = sorted(set(raw) - set(SEARCH_KEYS))
-    require(not unknown, f"{where}unknown search key(s) {unknown}; valid: {', '.join(SEARCH_KEYS)}")
-    space_raw = raw.get("space")
-    require(
-        isinstance(space_raw, dict) and space_raw,
-        f"{where}search.space must map config keys to ranges, e.g. optim.lr: {{low: 1e-4, high: 1e-2, log: true}}",
-    )
-    space = {k: _param_space(k, v, base, where) for k, v in space_raw.items()}
-    metric = raw.get("metric", "val/acc")
-    require(
-        metric in ("val/acc", "val/f1", "val/loss"),
-        f"{where}search.metric={metric!r}: tune on validation, never test; choose val/acc, val/f1 or val/loss",
-    )
-    direction = raw.get("direction", "minimize" if metric == "val/loss" else "maximize")
-    require(direction in ("maximize", "minimize"), f"{where}search.direction must be maximize or minimize")
-    pruner = raw.get("pruner", "median")
-    require(pruner in PRUNERS, f"{where}search.pruner={pruner!r}; choose one of {', '.join(PRUNERS)}")
-    require(
-        pruner == "none" or base.trainer.val_every > 0,
-        f"{where}search.pruner={pruner!r} needs validation during training: set trainer.val_every "
-        f"(e.g. {max(1, base.trainer.max_steps // 5)}) or search.pruner: none",
-    )
-    ints = {}
-    for key, default, low in (
-        ("trials", 20, 1),
-        ("seed", 0, 0),
-        ("n_startup_trials", 4, 0),
-        ("n_warmup_steps", 1, 0),
-        ("min_resource", 1, 1),
-        ("reduction_factor", 3, 2),
-    ):
-        value = raw.get(key, default)
-        require(
-            isinstance(value, int) and not isinstance(value, bool) and value >= low,
-            f"{where}search.{key}={value!r} must be an integer >= {low}",
-        )
-        ints[key] = value
-    return SearchSpec(space=space, metric=metric, direction=direction, pruner=pruner, **ints)
-
-
-# How cells train, not what they measure: one value per study, never a variant's.
 STUDY_WIDE = ("trainer.seed_parallel", "trainer.cpu_threads", "trainer.order_seeds")
 
 
@@ -433,9 +187,9 @@ def spec_from_dict(
         f"{where}exactly one variant must have no overrides (the baseline); found {baselines or 'none'}",
     )
 
-    adaptive = _adaptive(raw["seeds"], where) if isinstance(raw.get("seeds"), dict) else None
-    seeds = tuple(range(adaptive.min)) if adaptive else _seeds(raw.get("seeds", 5), "seeds")
-    factors = _seed_factors(raw["seed_factors"], where) if raw.get("seed_factors") is not None else None
+    adaptive = parse_adaptive(raw["seeds"], where) if isinstance(raw.get("seeds"), dict) else None
+    seeds = tuple(range(adaptive.min)) if adaptive else parse_seeds(raw.get("seeds", 5), "seeds")
+    factors = parse_seed_factors(raw["seed_factors"], where) if raw.get("seed_factors") is not None else None
     if factors is not None:
         require(
             "seeds" not in raw, f"{where}give seeds or seed_factors, not both (seed_factors sets the seeds)"
@@ -443,7 +197,7 @@ def spec_from_dict(
         seeds = tuple(range(factors["init"] * factors["data_order"]))
         base_overrides["trainer.order_seeds"] = factors["data_order"]
         base = base.override({"trainer.order_seeds": factors["data_order"]})
-    heatmap_seeds = _seeds(raw.get("heatmap_seeds", [seeds[0]]), "heatmap_seeds")
+    heatmap_seeds = parse_seeds(raw.get("heatmap_seeds", [seeds[0]]), "heatmap_seeds")
     missing = sorted(set(heatmap_seeds) - set(seeds))
     require(not missing, f"{where}heatmap_seeds {missing} are not among seeds {list(seeds)}")
     metric = raw.get("metric", "test/acc")
@@ -465,7 +219,7 @@ def spec_from_dict(
     )
     tags = raw.get("tags") or []
     require(isinstance(tags, list), f"{where}tags must be a list")
-    search = _search(raw["search"], base, where) if raw.get("search") is not None else None
+    search = parse_search(raw["search"], base, where) if raw.get("search") is not None else None
     return ExperimentSpec(
         name=name,
         base=base,
@@ -508,9 +262,9 @@ def spec_from_resolved(d: dict[str, Any]) -> ExperimentSpec:
         tags=tuple(d.get("tags", ())),
         description=d.get("description", ""),
         base_overrides=d.get("base_overrides", {}),
-        search=_search(d["search"], base, "") if d.get("search") else None,
+        search=parse_search(d["search"], base, "") if d.get("search") else None,
         tuned=d.get("tuned"),
-        adaptive=_adaptive(d["adaptive"], "") if d.get("adaptive") else None,
+        adaptive=parse_adaptive(d["adaptive"], "") if d.get("adaptive") else None,
         extra_seeds={v: tuple(s) for v, s in (d.get("extra_seeds") or {}).items()},
         seed_factors=d.get("seed_factors"),
     )

@@ -14,7 +14,8 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from optuna.trial import TrialState
 
 from ablate.errors import ConfigError
-from ablate.experiments.spec import ExperimentSpec, SearchSpec
+from ablate.experiments.search_spec import SearchSpec
+from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.store import open_storage, retry_db, study_lock
 
 # ask/tell with heartbeats is what sweeps.store does for cells too; Optuna only expects optimize().

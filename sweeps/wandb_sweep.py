@@ -25,7 +25,8 @@ import yaml
 
 from ablate.errors import ConfigError, require
 from ablate.experiments.config import TrainConfig, parse_overrides
-from ablate.experiments.spec import ExperimentSpec, ParamSpace, SearchSpec, load_spec
+from ablate.experiments.search_spec import ParamSpace, SearchSpec
+from ablate.experiments.spec import ExperimentSpec, load_spec
 from ablate.sweeps import wandb_glue
 
 if TYPE_CHECKING:
