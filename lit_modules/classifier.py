@@ -114,8 +114,7 @@ class LitClassifier(L.LightningModule):
         metrics = classification_metrics(n_classes)
         # "train" is an nn.Module method name, so the keys carry a suffix.
         self.metrics = nn.ModuleDict({f"{s}_m": metrics.clone() for s in ("train", "val", "test")})
-        self.diverged = False
-        self.diverged_at: int | None = None
+        self.diverged_at: int | None = None  # the step whose loss was not finite
         # Set by run_trial to log a second test split (e.g. "test_long").
         self.test_prefix = "test"
 
@@ -144,7 +143,6 @@ class LitClassifier(L.LightningModule):
         if not torch.isfinite(loss):
             # The divergence rule (both paths): the weights stay at their last finite state and the
             # run stops; returning None skips this step's backward and optimizer step.
-            self.diverged = True
             self.diverged_at = self.global_step
             self.trainer.should_stop = True
             return None

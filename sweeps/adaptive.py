@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats
 
 from ablate.experiments.spec import ExperimentSpec
-from ablate.sweeps.stats import collect, pairing
+from ablate.sweeps.stats import pairing, spec_cells
 
 BOOT = 10_000
 
@@ -46,11 +46,10 @@ def decide(spec: ExperimentSpec, rows: list[dict[str, Any]]) -> dict[str, dict[s
     """Per non-baseline variant: its seeds so far, the Δ CI at the look level, and decided?"""
     assert spec.adaptive is not None
     a = spec.adaptive
-    variants = list(spec.variants)
-    cells, _, _ = collect(rows, metric=spec.metric, direction=spec.direction, variants=variants)
+    cells = spec_cells(spec, rows)
     base = {s: v for s, v, _ in cells[spec.baseline]}
     out = {}
-    for name in variants:
+    for name in spec.variants:
         if name == spec.baseline:
             continue
         mine = cells[name]

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats
 
 from ablate.errors import ConfigError
-from ablate.sweeps.stats import collect
+from ablate.sweeps.stats import spec_cells
 
 BOOT = 2000
 IQM_TRIM = 0.25
@@ -104,9 +104,7 @@ def from_run_dirs(run_dirs: list[Path], storage: str | None = None) -> dict[str,
                 f"{run_dir}: a second run folder of experiment {spec.name!r}; give one per task"
             )
         baseline, metric = spec.baseline, spec.metric
-        cells, _, _ = collect(
-            collect_rows(store), metric=spec.metric, direction=spec.direction, variants=list(spec.variants)
-        )
+        cells = spec_cells(spec, collect_rows(store))
         empty = [v for v, c in cells.items() if not c]
         if empty:
             raise ConfigError(f"{run_dir}: no complete cell for {empty}; finish the sweep first")

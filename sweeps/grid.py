@@ -71,12 +71,10 @@ def report(
     if spec.tuned:
         summary["tuned"] = spec.tuned  # each variant's parameters from `ablate search`
     if spec.seed_factors:
-        from ablate.sweeps.stats import collect, variance_components
+        from ablate.sweeps.stats import spec_cells, variance_components
 
         a, b = spec.seed_factors["init"], spec.seed_factors["data_order"]
-        cells, _, _ = collect(
-            rows, metric=spec.metric, direction=spec.direction, variants=list(spec.variants)
-        )
+        cells = spec_cells(spec, rows)
         summary["seed_factors"] = spec.seed_factors
         summary["variance"] = {v: variance_components(c, a, b) for v, c in cells.items()}
     if spec.adaptive is not None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.exact import mwu_exact, sign_flip
-from ablate.sweeps.stats import collect, pairing
+from ablate.sweeps.stats import pairing, spec_cells
 from ablate.sweeps.store import CellStore
 
 EXACT_SIGN_MAX = 12
@@ -69,11 +69,10 @@ def comparisons(
     spec: ExperimentSpec, rows: list[dict[str, Any]], delta: float | None = None
 ) -> list[Comparison]:
     """One Comparison per variant with complete cells on both sides, as the report pairs them."""
-    variants = list(spec.variants)
-    cells, _, _ = collect(rows, metric=spec.metric, direction=spec.direction, variants=variants)
+    cells = spec_cells(spec, rows)
     base = {s: v for s, v, _ in cells[spec.baseline]}
     out = []
-    for name in variants:
+    for name in spec.variants:
         if name == spec.baseline or not cells[name] or not base:
             continue
         paired, _ = pairing(name, cells[name], spec.baseline, cells[spec.baseline], spec.variants[name])

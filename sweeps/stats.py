@@ -21,10 +21,13 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
+
+if TYPE_CHECKING:
+    from ablate.experiments.spec import ExperimentSpec
 
 from ablate.sweeps.exact import (
     BOOT_SEED,
@@ -273,6 +276,11 @@ def collect(
             continue
         cells[r["variant"]].append((int(r["seed"]), value, diverged))
     return cells, missing, {"total": len(mine), "complete": len(complete)}
+
+
+def spec_cells(spec: ExperimentSpec, rows: Sequence[dict[str, Any]]) -> dict[str, list[Cell]]:
+    """``collect``'s per-variant cells of a study's rows, on the spec's metric."""
+    return collect(rows, metric=spec.metric, direction=spec.direction, variants=list(spec.variants))[0]
 
 
 def seeds_text(seeds: Sequence[int]) -> str:

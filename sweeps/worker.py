@@ -65,13 +65,13 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
     cfgs = [spec.cell_config(variant, seed) for seed in seeds]
     dirs = [fresh_cell_dir(run_dir, variant, seed) for seed in seeds]
     loggers = [
-        wandb_glue.cell_logger(spec, variant, seed, cfg, run_dir) if use_wandb else False
+        wandb_glue.cell_logger(spec, variant, seed, cfg, run_dir) if use_wandb else None
         for seed, cfg in zip(seeds, cfgs, strict=True)
     ]
     try:
         with contextlib.ExitStack() as stack:
             tmps = [stack.enter_context(atomic_dir(d)) for d in dirs]
-            results = run_cells(cfgs[0], seeds, tmps, loggers=[lg or None for lg in loggers])
+            results = run_cells(cfgs[0], seeds, tmps, loggers=loggers)
         for trial, result, logger in zip(trials, results, loggers, strict=True):
             seed = trial.params["seed"]
             heads = None
