@@ -8,12 +8,37 @@ a ``Literal`` field's valid values from its annotation, so messages and docs can
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
+from dataclasses import dataclass
 from typing import Literal, get_args, get_origin
 
 
 class ConfigError(ValueError):
     """A configuration or input the user can fix; the CLI exits with code 2."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """The valid interval of a numeric config field: ``[lo, hi]``, either end open on request.
+
+    Every int and float field of a config dataclass has one, in the class's ``RANGES``
+    mapping; ``validate_fields`` checks it (and finiteness) before anything runs, and the
+    message states the interval.
+    """
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def __contains__(self, value: float) -> bool:
+        above = value > self.lo if self.lo_open else value >= self.lo
+        below = value < self.hi if self.hi_open else value <= self.hi
+        return math.isfinite(value) and above and below
+
+    def __str__(self) -> str:
+        return f"{'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
 
 
 def choices(cls: type, name: str) -> tuple | None:
@@ -25,7 +50,27 @@ def choices(cls: type, name: str) -> tuple | None:
 
 
 def validate_fields(obj: object) -> None:
-    """Type-check every field and check ``Literal`` choices, naming the field."""
+    """Type-check every field, check ``Literal`` choices and numeric ``RANGES``, naming the field."""
+    _check_types(obj)
+    cls = type(obj)
+    prefix = getattr(cls, "SECTION", cls.__name__)
+    for name, interval in getattr(cls, "RANGES", {}).items():
+        value = getattr(obj, name)
+        if value is not None and value not in interval:
+            raise ConfigError(f"{prefix}.{name}={value!r} is out of range; valid: {interval}")
+
+
+def numeric_fields(cls: type) -> list[str]:
+    """The int and float fields of a config dataclass (bools excluded): each needs a Range."""
+    out = []
+    for name, hint in typing.get_type_hints(cls).items():
+        types = set(get_args(hint) or (hint,))
+        if types & {int, float} and name in {f.name for f in dataclasses.fields(cls)}:
+            out.append(name)
+    return out
+
+
+def _check_types(obj: object) -> None:
     cls = type(obj)
     hints = typing.get_type_hints(cls)
     prefix = getattr(cls, "SECTION", cls.__name__)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ablate.errors import require, validate_fields
+from ablate.errors import Range, require, validate_fields
 
 PE = Literal["none", "sinusoidal", "learned", "rope", "alibi"]
 
@@ -21,6 +21,16 @@ class ModelConfig:
     """The encoder classifier. ``vocab_size`` and ``n_classes`` come from the data."""
 
     SECTION = "model"
+    RANGES = {
+        "d_model": Range(1, 8192),
+        "n_layers": Range(1, 256),
+        "n_heads": Range(1, 1024),
+        "d_ff": Range(1, 65536),
+        "dropout": Range(0, 1, hi_open=True),
+        "attn_dropout": Range(0, 1, hi_open=True),
+        "max_len": Range(1, 65536),
+        "init_std": Range(0, 1, lo_open=True),
+    }
 
     d_model: int = 64
     n_layers: int = 2
@@ -29,6 +39,9 @@ class ModelConfig:
     dropout: float = 0.1
     attn_dropout: float = 0.0
     pe: PE = "sinusoidal"
+    # pe=alibi only. symmetric: bias -m|i-j| (cannot tell left from right); directional: even
+    # heads see only keys at or left of the query, odd heads only at or right (positional.py).
+    alibi: Literal["symmetric", "directional"] = "symmetric"
     norm: Literal["pre", "post"] = "pre"
     pool: Literal["cls", "mean"] = "cls"
     attn_impl: Literal["sdpa", "eager"] = "sdpa"
@@ -42,8 +55,6 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         validate_fields(self)
-        for name in ("d_model", "n_layers", "n_heads", "d_ff", "max_len"):
-            require(getattr(self, name) >= 1, f"model.{name} must be >= 1, got {getattr(self, name)}")
         require(
             self.d_model % self.n_heads == 0,
             f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}; "
@@ -54,10 +65,15 @@ class ModelConfig:
             f"model.pe='rope' rotates pairs of dimensions and needs an even head_dim; "
             f"d_model/n_heads = {self.d_model}/{self.n_heads} = {self.head_dim}",
         )
-        for name in ("dropout", "attn_dropout"):
-            value = getattr(self, name)
-            require(0.0 <= value < 1.0, f"model.{name} must be in [0, 1), got {value}")
-        require(self.init_std > 0, f"model.init_std must be > 0, got {self.init_std}")
+        require(
+            self.alibi == "symmetric" or self.pe == "alibi",
+            f"model.alibi={self.alibi!r} applies to model.pe='alibi' only (model.pe={self.pe!r})",
+        )
+        require(
+            self.alibi == "symmetric" or self.n_heads >= 2,
+            "model.alibi='directional' splits the heads into left- and right-looking ones; "
+            "it needs model.n_heads >= 2",
+        )
 
     @property
     def head_dim(self) -> int:
@@ -69,6 +85,16 @@ class OptimConfig:
     """AdamW with linear warmup then cosine decay to ``min_lr_ratio * lr``."""
 
     SECTION = "optim"
+    RANGES = {
+        "lr": Range(0, 1, lo_open=True),
+        "weight_decay": Range(0, 10),
+        "warmup_ratio": Range(0, 1, hi_open=True),
+        "min_lr_ratio": Range(0, 1),
+        "beta1": Range(0, 1, hi_open=True),
+        "beta2": Range(0, 1, hi_open=True),
+        "eps": Range(0, 1, lo_open=True),
+        "grad_clip": Range(0, 1e6),
+    }
 
     lr: float = 2e-3
     weight_decay: float = 0.01
@@ -82,9 +108,3 @@ class OptimConfig:
 
     def __post_init__(self) -> None:
         validate_fields(self)
-        require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
-        require(self.weight_decay >= 0, f"optim.weight_decay must be >= 0, got {self.weight_decay}")
-        require(0 <= self.warmup_ratio < 1, f"optim.warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
-        require(0 <= self.min_lr_ratio <= 1, f"optim.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
-        require(0 <= self.beta1 < 1 and 0 <= self.beta2 < 1, "optim.beta1 and optim.beta2 must be in [0, 1)")
-        require(self.grad_clip >= 0, f"optim.grad_clip must be >= 0, got {self.grad_clip}")

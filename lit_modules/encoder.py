@@ -113,7 +113,9 @@ class EncoderClassifier(nn.Module):
         with torch.no_grad():
             self.embed.weight[PAD_ID].zero_()  # keep nn.Embedding's padding_idx convention
         if self.cls is not None:
-            nn.init.normal_(self.cls, 0.0, self.embed_rms)
+            # Parametrized like a token embedding (and the learned PE table): stored at
+            # init_std, scaled by embed_scale in forward, so it learns at the tokens' rate.
+            nn.init.normal_(self.cls, 0.0, std)
 
     def forward(
         self,
@@ -131,7 +133,8 @@ class EncoderClassifier(nn.Module):
         x = self.embed(input_ids) * self.embed_scale  # (B, L, D)
         if self.cls is not None:
             B = x.shape[0]
-            x = torch.cat([self.cls.expand(B, -1, -1).to(x.dtype), x], dim=1)  # (B, 1 + L, D)
+            cls = (self.cls * self.embed_scale).expand(B, -1, -1).to(x.dtype)  # (B, 1, D)
+            x = torch.cat([cls, x], dim=1)  # (B, 1 + L, D)
             keep = torch.cat([keep.new_ones(B, 1), keep], dim=1)  # (B, 1 + L)
         x = self.dropout(self.pe.add(x), key)
 

@@ -11,10 +11,17 @@ Scale rule (one choice for every *additive* encoding): at init the positional
 signal has the same per-element RMS as the token embedding, ``embed_rms``
 (``init_std * sqrt(d_model)`` with ``scale_embeddings``, else ``init_std``).
 The sinusoidal closed form has RMS ``sqrt(1/2)`` and is multiplied by
-``embed_rms / sqrt(1/2)``; the learned table starts at ``N(0, embed_rms)``.
-So neither additive encoding starts drowned by, or drowning, the tokens.
-RoPE and ALiBi add nothing to the embeddings, so the rule does not apply
-to them: RoPE is a norm-preserving rotation and ALiBi acts on the scores.
+``embed_rms / sqrt(1/2)``. The learned table is parametrized like the token
+embeddings: stored at ``N(0, init_std)`` and multiplied by the same factor
+(``sqrt(d_model)``) in the forward pass. Adam moves every parameter by about
+``lr`` per step whatever its scale, so a table stored at ``N(0, embed_rms)``
+and added as it is would move ``sqrt(d_model)`` times slower than the tokens
+in input units (measured 7.7x at d_model = 64); with the shared multiplier
+both move at the same rate (``tests/test_model.py`` pins it within 20 %).
+So neither additive encoding starts drowned by, or drowning, the tokens, nor
+learns at another speed. RoPE and ALiBi add nothing to the embeddings, so the
+rule does not apply to them: RoPE is a norm-preserving rotation and ALiBi acts
+on the scores.
 
 Positions are 0..L-1 of the sequence the encoder builds, [CLS] included
 (it sits at position 0). Padding is on the right, so padding never moves
@@ -86,7 +93,11 @@ class SinusoidalPositional(PositionalEncoding):
 
 
 class LearnedPositional(PositionalEncoding):
-    """A trained table of ``max_len`` rows, one per position, ``N(0, embed_rms)`` at init (the scale rule).
+    """A trained table of ``max_len`` rows, one per position, parametrized like the token embedding.
+
+    Stored at ``N(0, init_std)`` and multiplied by ``embed_rms / init_std`` (the token
+    embedding's ``sqrt(d_model)``) when added: RMS ``embed_rms`` at init, and the same
+    per-step movement in input units as the tokens under Adam (the scale rule above).
 
     Positions count the sequence the encoder builds, so with ``pool: cls`` the [CLS]
     vector uses row 0 and at most ``max_len - 1`` tokens fit. Longer inputs raise
@@ -98,7 +109,8 @@ class LearnedPositional(PositionalEncoding):
 
     def __init__(self, cfg: ModelConfig, embed_rms: float) -> None:
         super().__init__(cfg, embed_rms)
-        self.table = nn.Parameter(torch.randn(cfg.max_len, cfg.d_model) * embed_rms)  # (max_len, D)
+        self.scale = embed_rms / cfg.init_std  # the token embedding's forward multiplier
+        self.table = nn.Parameter(torch.randn(cfg.max_len, cfg.d_model) * cfg.init_std)  # (max_len, D)
 
     def add(self, x: Tensor) -> Tensor:
         length = x.shape[1]
@@ -107,7 +119,7 @@ class LearnedPositional(PositionalEncoding):
                 f"input of {length} positions ([CLS] included) is longer than model.max_len="
                 f"{self.table.shape[0]}, the rows of the learned positional table; raise model.max_len"
             )
-        return x + self.table[:length].to(x.dtype)
+        return x + (self.scale * self.table[:length]).to(x.dtype)
 
 
 class RotaryPositional(PositionalEncoding):
@@ -144,16 +156,39 @@ def alibi_slopes(n_heads: int) -> list[float]:
 
 
 class AlibiPositional(PositionalEncoding):
-    """ALiBi (Press et al. 2022), symmetric for a bidirectional encoder: bias = -slope * |i - j|."""
+    """ALiBi (Press et al. 2022) for a bidirectional encoder, in one of two forms (``model.alibi``).
+
+    - ``symmetric``: bias ``-m_h |i - j|``, the common encoder adaptation (the symmetric
+      distance of Press's attention_with_linear_biases issue #5, MosaicBERT). It cannot tell
+      left from right: with ``pool: mean`` and no [CLS], reversing the real tokens permutes
+      queries and keys alike and leaves every logit unchanged (``tests/test_model.py`` pins
+      it), so on an order task only the [CLS] boundary at position 0 breaks the symmetry.
+    - ``directional``: the heads split into two causal ALiBi halves reading in opposite
+      directions, as a bidirectional RNN pairs a left-to-right and a right-to-left reader:
+      even heads see keys at or left of the query (``j <= i``), odd heads keys at or right of
+      it (``j >= i``), each with ``-m_h |i - j|`` on what it sees; the slopes are the
+      symmetric form's, interleaved, so each direction gets steep and shallow heads. The
+      other side gets a large finite penalty rather than ``-inf``, so a padded query with no
+      key on its side stays finite (its output is never pooled).
+    """
+
+    # exp(-1e4) is 0 in float32 and bf16; finite, unlike -inf, for rows with no visible key.
+    BLOCKED = -1.0e4
 
     def __init__(self, cfg: ModelConfig, embed_rms: float) -> None:
         super().__init__(cfg, embed_rms)
+        self.directional = cfg.alibi == "directional"
         self.register_buffer("slopes", torch.tensor(alibi_slopes(cfg.n_heads)), persistent=False)  # (H,)
 
     def bias(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
         pos = torch.arange(length, device=device, dtype=torch.float32)
-        distance = (pos[None, :] - pos[:, None]).abs()  # (L, L)
-        return (-self.slopes.to(device)[:, None, None] * distance).to(dtype)  # (H, L, L)
+        offset = pos[None, :] - pos[:, None]  # (L, L): j - i, key minus query
+        bias = -self.slopes.to(device)[:, None, None] * offset.abs()  # (H, L, L)
+        if self.directional:
+            looks_left = torch.arange(self.n_heads, device=device) % 2 == 0  # (H,)
+            hidden = torch.where(looks_left[:, None, None], offset > 0, offset < 0)  # (H, L, L)
+            bias = bias.masked_fill(hidden, self.BLOCKED)
+        return bias.to(dtype)
 
 
 POSITIONAL: dict[str, type[PositionalEncoding]] = {

@@ -210,7 +210,7 @@ def test_additive_pe_matches_token_embedding_rms() -> None:
         m = EncoderClassifier(cfg(pe="learned", d_model=64, max_len=512, scale_embeddings=scale), 4000, 2)
         tok_rms = m.embed.weight[1:].mul(m.embed_scale).pow(2).mean().sqrt().item()
         assert tok_rms == pytest.approx(m.embed_rms, rel=0.03)
-        assert m.pe.table.pow(2).mean().sqrt().item() == pytest.approx(m.embed_rms, rel=0.03)
+        assert m.pe.table.mul(m.pe.scale).pow(2).mean().sqrt().item() == pytest.approx(m.embed_rms, rel=0.03)
         sin = POSITIONAL["sinusoidal"](m.cfg, m.embed_rms).add(torch.zeros(1, 512, 64))
         assert sin.pow(2).mean().sqrt().item() == pytest.approx(m.embed_rms, rel=0.03)
 
@@ -234,6 +234,72 @@ def test_alibi_slopes() -> None:
     bias = pe.bias(5, torch.device("cpu"), torch.float32)
     assert bias.shape == (8, 5, 5)
     assert bias[0, 1, 4] == bias[0, 4, 1] == -3 * 0.5  # symmetric: -slope * |i - j|
+
+
+def test_learned_pe_learns_at_the_token_embeddings_rate() -> None:
+    """Adam moves every parameter by ~lr per step (exactly lr * sign(g) at the first step); in
+    input units the learned PE table must move like the token embeddings it is added to (it
+    moved sqrt(d_model) = 8x slower when stored at the embedding's RMS and added unscaled).
+    Rows compared: those the batch uses. Over many steps the ratio drifts with the gradients'
+    sign agreement (0.5 after 10 steps here), which is the data's doing, not the scale's."""
+    torch.manual_seed(0)
+    m = EncoderClassifier(cfg(pe="learned", d_model=64, d_ff=64, max_len=16, init_std=0.02), 50, 2).train()
+    ids = torch.randint(1, 50, (32, 15))
+    labels = (ids[:, 0] > 25).long()
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    tok0 = m.embed.weight.detach().clone()
+    pe0 = m.pe.table.detach().clone()
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    for _ in range(3):
+        opt.zero_grad()
+        nn.functional.cross_entropy(m(ids, mask).logits, labels).backward()
+        opt.step()
+    used = ids.unique()
+    tok_move = (m.embed.weight.detach() - tok0)[used].abs().mean() * m.embed_scale
+    pe_move = (m.pe.table.detach() - pe0)[: 1 + ids.shape[1]].abs().mean() * m.pe.scale  # [CLS] row too
+    assert pe_move / tok_move == pytest.approx(1.0, rel=0.2)
+
+
+def _reversed(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Each example's real tokens in reverse order; padding stays on the right."""
+    out = ids.clone()
+    for b, n in enumerate(mask.sum(1).tolist()):
+        out[b, :n] = ids[b, :n].flip(0)
+    return out
+
+
+@torch.no_grad()
+def test_symmetric_alibi_cannot_tell_left_from_right_and_directional_can() -> None:
+    """bias = -m|i - j| is unchanged when the real tokens are reversed, so with mean pooling
+    (no [CLS] at position 0) every logit is too; the directional form is not."""
+    ids, mask = batch()
+    flipped = _reversed(ids, mask)
+    m = model(pe="alibi", pool="mean")
+    torch.testing.assert_close(m(flipped, mask).logits, m(ids, mask).logits, atol=1e-5, rtol=1e-5)
+    m = model(pe="alibi", alibi="directional", pool="mean")
+    assert (m(flipped, mask).logits - m(ids, mask).logits).abs().max() > 1e-3
+
+
+def test_directional_alibi_heads_look_one_way_each() -> None:
+    pe = POSITIONAL["alibi"](cfg(pe="alibi", alibi="directional", n_heads=4), 1.0)
+    bias = pe.bias(5, torch.device("cpu"), torch.float32)  # (H, L, L), [query, key]
+    slopes = alibi_slopes(4)
+    assert bias[0, 4, 1] == -3 * slopes[0] and bias[0, 1, 4] == pe.BLOCKED  # even head: keys left
+    assert bias[1, 1, 4] == -3 * slopes[1] and bias[1, 4, 1] == pe.BLOCKED  # odd head: keys right
+    assert (bias.diagonal(dim1=1, dim2=2) == 0).all()  # every query sees itself
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("pool", POOLS)
+def test_directional_alibi_ignores_padding_and_fused_matches_explicit(pool: str) -> None:
+    ids, mask = batch()
+    longer_ids = torch.cat([ids, torch.zeros(B, 6, dtype=ids.dtype)], dim=1)
+    longer_mask = torch.cat([mask, torch.zeros(B, 6, dtype=torch.bool)], dim=1)
+    fused = model(pe="alibi", alibi="directional", pool=pool)
+    eager = model(pe="alibi", alibi="directional", pool=pool, attn_impl="eager")
+    want = eager(ids, mask).logits
+    torch.testing.assert_close(fused(ids, mask).logits, want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fused(longer_ids, longer_mask).logits, want, atol=1e-5, rtol=1e-5)
 
 
 # --- training smoke ---------------------------------------------------------------------------

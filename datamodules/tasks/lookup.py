@@ -5,14 +5,23 @@ An example is ``n_pairs`` combined pair tokens ``k3=v7`` (distinct keys, random 
 
     k0=v4 k3=v7 k1=v2 q3,1 q3,1 q3,1      -> label 1 (7 > 2)
 
-Why one head struggles: each query position must fetch two values selected by the query itself in one
-attention layer. Separate heads each attend to one key and return each value in its own subspace; a
-single head (same d_model, so head_dim = d_model) returns one convex mixture ``w v(A) + (1-w) v(B)``.
-The pair token's value vector cannot be signed by role (whether a key is A or B depends on the query,
-not on the pair token), so the head can only tell the two values apart through an asymmetric weight w
-and must decode a comparison from that blend - learnable only in part. The query is repeated so that
-query positions make up half of what mean pooling averages (one query among the pairs is drowned by
-the pair positions' outputs); the copies carry no extra information. The sequence length is
+What the heads ablation measures here: learnability at a fixed budget, not a representational limit.
+Each query position needs two values selected by the query itself in one attention layer. Separate
+heads can each attend to one key and return its value in its own subspace; a single head of the same
+width returns one convex mixture ``w v(A) + (1-w) v(B)``. That mixture is enough in principle: the
+pair token combines key and value (``k3=v7``), so its value vector can be a one-hot of the value;
+scores that favour key A over key B (say w = 0.7, w = 0 elsewhere) leave 0.7 on v(A)'s coordinate
+and 0.3 on v(B)'s, from which the feed-forward layer can read which value is A's and compare. A one-head
+model that falls below four heads after ``trainer.max_steps`` at the spec's learning rate therefore
+shows that one head is harder to train to the solution, not that it cannot represent it.
+What the test split measures: with experiments/lookup.yaml's alphabet (6 keys, 10 values: 2,700
+queried tuples (A, B, v(A), v(B))), 20,000 training examples hold 2,698 of them and 1,998 of the
+2,000 test examples query a tuple seen in training. Test examples are new arrangements (pair order,
+the other pairs) of seen tuples: test accuracy measures generalization over arrangements and
+distractors, not to unseen key-value combinations.
+
+The query is repeated so that query positions make up half of what mean pooling averages (one query
+among the pairs is drowned by the pair positions' outputs); the copies carry no extra information. The sequence length is
 ``2 * n_pairs`` (``min_len`` does not apply; ``max_len`` must fit it). Invariants: classes exactly
 balanced (the query order realises a pre-drawn label), the two queried values always differ, data fixed
 by the generator's seed, label recomputable from the tokens.
