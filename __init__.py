@@ -3,5 +3,23 @@
 One import name for the whole suite: ``ablate.lit_modules`` (model and Lightning systems),
 ``ablate.datamodules`` (data), ``ablate.experiments`` (configs, specs, the one cell runner),
 ``ablate.sweeps`` (grid, search, statistics, reports), ``ablate.cli`` (the ``ablate`` command,
-also ``python -m ablate``). Nothing is imported here, so ``import ablate`` stays cheap.
+also ``python -m ablate``). The Python API (``ablate.load_config``, ``run_trial``, ``load_spec``,
+``sweep``, ``load_summary``; see ``api.py``) is imported on first use, so ``import ablate`` stays cheap.
 """
+
+# The Python API (api.py), imported on first use (PEP 562) so that ``import ablate`` stays cheap.
+_API = ("ConfigError", "ExperimentSpec", "TrainConfig", "TrialResult")
+_API += ("load_config", "load_spec", "load_summary", "run_trial", "sweep")
+__all__ = list(_API)
+
+
+def __getattr__(name: str) -> object:
+    if name in _API:
+        from ablate import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ablate' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

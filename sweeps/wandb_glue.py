@@ -1,4 +1,7 @@
-"""Weights & Biases glue: one run per cell grouped by variant, one summary run per sweep.
+"""Weights & Biases glue: one run per cell grouped by ``<experiment>/<variant>``, one summary run per sweep.
+
+Groups carry the experiment's name because W&B's grouped views average every run of a group
+in a project: a bare ``baseline`` group would average the baselines of every task logged there.
 
 Optuna's W&B callback is deprecated and logs one run per trial without
 groups, so the sweep writes its own glue. Without credentials W&B runs in
@@ -27,14 +30,19 @@ def project(spec: ExperimentSpec) -> str:
     return os.environ.get("WANDB_PROJECT") or spec.wandb_project or "ablate"
 
 
+def group(spec: ExperimentSpec, variant: str) -> str:
+    """The W&B group of a variant's runs: unique per experiment within a project."""
+    return f"{spec.name}/{variant}"
+
+
 def cell_logger(spec: ExperimentSpec, variant: str, seed: int, cfg: TrainConfig, run_dir: Path) -> Any:
-    """A WandbLogger for one (variant, seed) cell: group = variant, job_type = experiment."""
+    """A WandbLogger for one (variant, seed) cell: group ``<experiment>/<variant>``, job_type = experiment."""
     os.environ.setdefault("WANDB_SILENT", "true")
     from lightning.pytorch.loggers import WandbLogger
 
     return WandbLogger(
         project=project(spec),
-        group=variant,
+        group=group(spec, variant),
         job_type=spec.name,
         name=f"{variant}-s{seed}",
         config={**cfg.flat(), "experiment": spec.name, "variant": variant, "seed": seed},
@@ -73,7 +81,7 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
         resume="allow",
         project=project(spec),
         job_type=spec.name,
-        group="summary",
+        group=group(spec, "summary"),
         name=f"{spec.name}-summary",
         config=spec.to_dict(),
         tags=[spec.name, "summary", *spec.tags],
@@ -117,6 +125,36 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
     run.summary.update(
         {"cells_total": summary["cells"]["total"], "cells_complete": summary["cells"]["complete"]}
     )
+    run.summary.update(summary_scalars(summary))
     run_id = run.id
     run.finish()
     return run_id
+
+
+def summary_scalars(summary: dict[str, Any]) -> dict[str, float | int | None]:
+    """``<variant>/<statistic>`` scalars of the summary, where W&B's run table and charts read them.
+
+    Δ and its CI are the report's: the median of per-seed differences when the variant is paired
+    with the baseline, else the difference of medians; p is the exact test of that design.
+    """
+    out: dict[str, float | int | None] = {}
+    for name, v in summary["variants"].items():
+        paired = bool(v.get("paired"))
+        ci = (v.get("ci95_paired") if paired else v.get("ci95")) or [None, None]
+        stats = {
+            "n": v["n"],
+            "median": v["median"],
+            "q1": v["q1"],
+            "q3": v["q3"],
+            "iqm": v.get("iqm"),
+            "delta": v.get("delta_paired_median") if paired else v.get("delta_median"),
+            "ci95_lo": ci[0],
+            "ci95_hi": ci[1],
+            "p": v.get("p_value"),
+            "p_holm": v.get("p_holm"),
+            "p_improve": v.get("p_improve"),
+        }
+        if name == summary["baseline"]:  # compared with itself: no Δ, CI or p
+            stats = {k: x for k, x in stats.items() if k in ("n", "median", "q1", "q3", "iqm")}
+        out.update({f"{name}/{k}": x for k, x in stats.items() if x is not None})
+    return out

@@ -52,3 +52,33 @@ def test_remove_pe_single_head_covers_three_data_sets() -> None:
             "no_pe": {"model.pe": "none"},
             "single_head": {"model.n_heads": 1},
         }
+
+
+@pytest.mark.slow
+def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's Python API example, run as it is (from a folder where its relative paths hold)."""
+    import ablate
+
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("<!-- python-example -->\n```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "experiments").symlink_to(REPO / "experiments")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md (python-example)", "exec"), namespace)  # noqa: S102
+    summary = ablate.load_summary(tmp_path / "runs" / "order-api")
+    assert set(summary["variants"]) == {"baseline", "no_pe", "single_head"}
+    assert summary["cells"]["complete"] == summary["cells"]["total"] == 15
+    assert 0.0 <= namespace["result"].metrics["test/acc"] <= 1.0  # type: ignore[attr-defined]
+    with pytest.raises(ablate.ConfigError, match="summary.json not found"):
+        ablate.load_summary(tmp_path)
+
+
+def test_import_ablate_is_cheap_and_exports_the_api() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, ablate; print('torch' in sys.modules); print(sorted(ablate.__all__))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    lazy, names = out.splitlines()
+    assert lazy == "False"  # nothing heavy on `import ablate`
+    assert "sweep" in names and "run_trial" in names and "load_summary" in names

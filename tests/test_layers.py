@@ -1,4 +1,4 @@
-"""Imports go one way: errors < lit_modules | datamodules < experiments < sweeps < tables < cli < benchmarks.
+"""Imports go one way: errors < lit_modules | datamodules < experiments < sweeps < tables | api < cli < benchmarks.
 
 A package may import its own modules and any package of a lower layer, never one above it or
 beside it, so the model and the data never depend on orchestration and there is no cycle.
@@ -20,6 +20,7 @@ LAYERS = {
     "experiments": 2,
     "sweeps": 3,
     "tables": 4,
+    "api": 4,
     "cli": 5,
     "__main__": 6,
     "benchmarks": 6,

@@ -205,7 +205,7 @@ def test_wandb_offline_runs_carry_group_name_config(tmp_path: Path) -> None:
         found[summary["name"]] = (run_rec, summary)
     assert set(found) == {"baseline-s0", "no_pe-s0", "tiny-summary"}
     rec, summary = found["no_pe-s0"]
-    assert (rec["run_group"], rec["job_type"], rec["project"]) == ("no_pe", "tiny", "ablate")
+    assert (rec["run_group"], rec["job_type"], rec["project"]) == ("tiny/no_pe", "tiny", "ablate")
     assert summary["config"]["variant"] == "no_pe" and summary["config"]["seed"] == 0
     assert summary["config"]["model.pe"] == "none"
     assert "test/acc" in summary["summary"] and "heads/entropy/l0h0" in summary["summary"]
@@ -217,7 +217,15 @@ def test_wandb_offline_runs_carry_group_name_config(tmp_path: Path) -> None:
     }
     assert all(wandb_ids) and len(wandb_ids) == 2
     rec, summary = found["tiny-summary"]
-    assert rec["run_group"] == "summary" and summary["summary"]["cells_complete"] == 2
+    assert rec["run_group"] == "tiny/summary" and summary["summary"]["cells_complete"] == 2
+    # Each variant's statistics as scalars, equal to the report's summary.json.
+    report = json.loads((run_dir / "summary.json").read_text())["variants"]
+    scalars = summary["summary"]
+    for variant in ("baseline", "no_pe"):
+        assert scalars[f"{variant}/median"] == pytest.approx(report[variant]["median"])
+        assert scalars[f"{variant}/n"] == 1
+    assert scalars["no_pe/delta"] == pytest.approx(report["no_pe"]["delta_paired_median"])
+    assert "baseline/delta" not in scalars
 
 
 @pytest.mark.multiprocess

@@ -193,4 +193,4 @@ def test_agent_command_runs_one_grid_point(tmp_path: Path) -> None:
     )
     records = [json.loads(line) for line in inspect.stdout.splitlines() if line.startswith("{")]
     (run,) = [r["run"] for r in records if r.get("type") == "run"]
-    assert (run["run_group"], run["display_name"], run["job_type"]) == ("no_pe", "no_pe-s1", "tiny")
+    assert (run["run_group"], run["display_name"], run["job_type"]) == ("tiny/no_pe", "no_pe-s1", "tiny")
