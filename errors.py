@@ -35,10 +35,17 @@ class Range:
     def __contains__(self, value: float) -> bool:
         above = value > self.lo if self.lo_open else value >= self.lo
         below = value < self.hi if self.hi_open else value <= self.hi
-        return math.isfinite(value) and above and below
+        finite = not isinstance(value, float) or math.isfinite(value)  # an int of any size is finite
+        return finite and above and below
 
     def __str__(self) -> str:
-        return f"{'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
+        lo, hi = _bound(self.lo), _bound(self.hi)
+        return f"{'(' if self.lo_open else '['}{lo}, {hi}{')' if self.hi_open else ']'}"
+
+
+def _bound(x: float) -> str:
+    """An interval end as written: whole numbers exactly (2**32 - 1 = 4294967295), others by %g."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def choices(cls: type, name: str) -> tuple | None:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import uuid
 import zlib
 from pathlib import Path
@@ -25,7 +26,7 @@ from ablate.datamodules import text
 from ablate.datamodules.config import DataConfig
 from ablate.datamodules.tasks import TASKS
 
-CACHE_VERSION = 2  # bump when generators or the cache layout change
+CACHE_VERSION = 3  # bump when generators, the label rules or the cache layout change
 # Fields that only affect batching, not the data; everything else keys the cache.
 _NOT_IN_KEY = ("batch_size", "num_workers", "cache_dir")
 
@@ -33,6 +34,31 @@ _NOT_IN_KEY = ("batch_size", "num_workers", "cache_dir")
 def cache_root(cfg: DataConfig) -> Path:
     root = cfg.cache_dir or os.environ.get("ABLATE_CACHE") or "~/.cache/ablate/data"
     return Path(root).expanduser()
+
+
+def _cache_setting(cfg: DataConfig, root: Path) -> str:
+    """The cache folder and the setting that chose it, for messages."""
+    if cfg.cache_dir:
+        return f"data.cache_dir={root}"
+    if os.environ.get("ABLATE_CACHE"):
+        return f"ABLATE_CACHE={root}"
+    return f"the data cache {root} (the default; set data.cache_dir)"
+
+
+def _make_temp(cfg: DataConfig, final: Path) -> Path:
+    """A fresh temp folder beside the cache entry ``final``: created before any data is built, so a
+    cache folder that is a file or unwritable is an error naming it, not a traceback after minutes."""
+    root = final.parent
+    if root.exists() and not root.is_dir():
+        raise text.DataError(f"{_cache_setting(cfg, root)} is a file; it must be a folder")
+    tmp = root / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
+    try:
+        tmp.mkdir(parents=True)
+    except OSError as e:
+        raise text.DataError(
+            f"{_cache_setting(cfg, root)}: cannot create the data cache there ({e.strerror or e})"
+        ) from e
+    return tmp
 
 
 def cache_key(cfg: DataConfig) -> str:
@@ -89,6 +115,9 @@ class ClassificationDataModule(L.LightningDataModule):
         self.tokenizer: Tokenizer | None = None
         self.n_classes = 0
         self.pad_id = 0
+        # One line when a source's split had no labels and validation/test were formed otherwise
+        # (text.load_splits); run.py records it in metrics.json.
+        self.split_note: str | None = None
         self._examples: dict[str, _Examples] = {}
 
     @property
@@ -105,12 +134,16 @@ class ClassificationDataModule(L.LightningDataModule):
         final = self.cache_path
         if final.exists():
             return
-        splits, tok, n_classes = self._build()
-        tmp = final.parent / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
-        splits.save_to_disk(str(tmp / "splits"))
+        tmp = _make_temp(self.cfg, final)
+        try:
+            with text.quiet_datasets():
+                splits, tok, meta = self._build()
+                splits.save_to_disk(str(tmp / "splits"))
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # a bad input leaves nothing behind
+            raise
         tok.save(str(tmp / "tokenizer.json"))
-        meta = {"n_classes": n_classes, "config": dataclasses.asdict(self.cfg)}
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        (tmp / "meta.json").write_text(json.dumps({**meta, "config": dataclasses.asdict(self.cfg)}, indent=1))
         try:
             tmp.rename(final)
         except OSError:  # another process finished first; its copy is identical
@@ -121,18 +154,25 @@ class ClassificationDataModule(L.LightningDataModule):
             return
         self.prepare_data()
         path = self.cache_path
-        self.splits = datasets.load_from_disk(str(path / "splits"))
+        with text.quiet_datasets():
+            self.splits = datasets.load_from_disk(str(path / "splits"))
         self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        self.n_classes = json.loads((path / "meta.json").read_text())["n_classes"]
+        meta = json.loads((path / "meta.json").read_text())
+        self.n_classes, self.split_note = meta["n_classes"], meta.get("split_note")
+        if self.split_note:
+            print(f"warning: {self.split_note}", file=sys.stderr)
         self._examples = {name: _Examples(ds) for name, ds in self.splits.items()}
 
-    def _build(self) -> tuple[datasets.DatasetDict, Tokenizer, int]:
+    def _build(self) -> tuple[datasets.DatasetDict, Tokenizer, dict]:
+        """The tokenized splits, the tokenizer, and meta.json's facts (class count, split note)."""
         cfg = self.cfg
+        meta: dict = {"split_note": None}
         if cfg.task == "text":
-            raw = text.load_splits(cfg, str(cache_root(cfg) / "hf"))
+            found = text.load_splits(cfg, str(cache_root(cfg) / "hf"))
+            raw = found.raw
             tok = text.train_tokenizer(cfg.tokenizer, raw["train"].texts, cfg.vocab_size)
             data = {name: (r.texts, r.labels) for name, r in raw.items()}
-            n_classes = max(raw["train"].labels) + 1
+            meta.update(n_classes=found.n_classes, split_note=found.note)
         else:
             task = TASKS[cfg.task]
             sizes = {"train": cfg.n_train, "validation": cfg.n_val, "test": cfg.n_test}
@@ -141,7 +181,7 @@ class ClassificationDataModule(L.LightningDataModule):
                 rng = split_rng(cfg.seed, "test_long")
                 data["test_long"] = task.generate(cfg, rng, cfg.n_test, cfg.long_test_factor)
             tok = text.vocab_tokenizer(task.vocab(cfg))
-            n_classes = task.N_CLASSES
+            meta["n_classes"] = task.N_CLASSES
         out = {}
         for name, (texts, labels) in data.items():
             limit = None if name == "test_long" else cfg.max_len  # test_long is longer on purpose
@@ -151,7 +191,7 @@ class ClassificationDataModule(L.LightningDataModule):
                 {"input_ids": pa.array(ids, pa.list_(pa.int32())), "label": pa.array(labels, pa.int64())}
             )
             out[name] = datasets.Dataset(table)
-        return datasets.DatasetDict(out), tok, n_classes
+        return datasets.DatasetDict(out), tok, meta
 
     def dataloader(self, split: str, shuffle: bool = False, seed: int | None = None) -> DataLoader:
         """Batches of ``split``; shuffled by ``seed`` (default: the run's shuffle seed)."""

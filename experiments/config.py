@@ -2,12 +2,16 @@
 
 A YAML file with sections ``model``, ``data``, ``optim``, ``trainer`` and a
 top-level ``seed``; dotted ``key=value`` overrides are applied on top and
-checked against the dataclass fields.
+checked against the dataclass fields. A relative path in a file resolves
+against that file's folder; on the command line, against the current folder.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -15,8 +19,12 @@ from typing import Any, Literal
 import yaml
 
 from ablate.datamodules.config import DataConfig
-from ablate.errors import ConfigError, require, validate_fields
+from ablate.errors import ConfigError, Range, require, validate_fields
 from ablate.lit_modules.config import ModelConfig, OptimConfig
+
+# Seeds reach numpy and Lightning, which take unsigned 32-bit seeds.
+SEED_RANGE = Range(0, 2**32 - 1)
+STEPS = Range(1, 10_000_000)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -24,13 +32,24 @@ class TrainerConfig:
     """How ``lightning.Trainer`` runs: steps, precision, device, logging cadence."""
 
     SECTION = "trainer"
+    RANGES = {
+        "max_steps": STEPS,
+        "val_every": Range(0, STEPS.hi),
+        "devices": Range(1, 1),
+        "log_every": STEPS,
+        "seed_parallel": Range(1, 1024),
+        "cpu_threads": Range(1, 1024),
+        "order_seeds": Range(0, 1_000_000),
+    }
 
     max_steps: int = 1000
     # Validate every this many steps during training (0 = only at the end).
     val_every: int = 0
     # "auto": bf16-mixed on a GPU that supports it, 32-true otherwise.
     precision: Literal["auto", "32-true", "bf16-mixed", "16-mixed", "bf16-true"] = "auto"
+    # An accelerator or precision this machine lacks is refused before the run (check_machine).
     accelerator: Literal["auto", "cpu", "gpu", "cuda", "mps"] = "auto"
+    # Must be 1: multi-device (DDP) training is not supported; a sweep runs one worker per GPU.
     devices: int = 1
     # torch.use_deterministic_algorithms: bit-identical reruns on CPU.
     deterministic: bool = True
@@ -52,23 +71,61 @@ class TrainerConfig:
     order_seeds: int = 0
 
     def __post_init__(self) -> None:
+        many = isinstance(self.devices, int) and not isinstance(self.devices, bool) and self.devices > 1
+        require(
+            not many,
+            f"trainer.devices={self.devices}: a run trains on one device; multi-device (DDP) training is not "
+            "supported (it would change batch composition and reduction order, so a cell's number would "
+            "depend on the device count). Use one worker per GPU instead: ablate sweep --workers N",
+        )
         validate_fields(self)
-        require(self.max_steps >= 1, f"trainer.max_steps must be >= 1, got {self.max_steps}")
-        require(self.val_every >= 0, f"trainer.val_every must be >= 0, got {self.val_every}")
-        require(self.devices >= 1, f"trainer.devices must be >= 1, got {self.devices}")
-        require(self.log_every >= 1, f"trainer.log_every must be >= 1, got {self.log_every}")
-        require(self.seed_parallel >= 1, f"trainer.seed_parallel must be >= 1, got {self.seed_parallel}")
-        require(self.cpu_threads >= 1, f"trainer.cpu_threads must be >= 1, got {self.cpu_threads}")
-        require(self.order_seeds >= 0, f"trainer.order_seeds must be >= 0, got {self.order_seeds}")
         require(
             not (self.compile and self.seed_parallel > 1),
             "trainer.compile is not supported with trainer.seed_parallel > 1 (torch.compile of a vmapped "
             "model); choose one",
         )
-        require(
-            self.seed_parallel == 1 or self.devices == 1,
-            f"trainer.seed_parallel={self.seed_parallel} trains on one device; set trainer.devices=1",
-        )
+
+    def check_machine(self) -> None:
+        """Refuse what this machine cannot honour, before anything runs: an absent accelerator,
+        fp16 AMP on a CPU (Lightning would silently train in bf16), bf16 on a GPU without it."""
+        if self.accelerator in ("auto", "cpu") and self.precision in ("auto", "32-true"):
+            return  # always possible; skip importing torch
+        device = _device(self.accelerator)
+        if self.precision == "16-mixed":
+            require(
+                device != "cpu",
+                f"trainer.precision='16-mixed' needs a GPU, and this run would train on the CPU "
+                f"(trainer.accelerator={self.accelerator!r}); Lightning would silently use bf16-mixed "
+                "instead. Choose 32-true or bf16-mixed, or run on a GPU",
+            )
+        if self.precision.startswith("bf16") and device == "cuda":
+            import torch
+
+            require(
+                torch.cuda.is_bf16_supported(including_emulation=False),
+                f"trainer.precision={self.precision!r}: this GPU ({torch.cuda.get_device_name()}) has no "
+                "bf16 support; choose 16-mixed or 32-true",
+            )
+
+
+def _device(accelerator: str) -> str:
+    """The device Lightning would pick for ``accelerator`` here ("cpu", "cuda" or "mps"); a
+    ConfigError if the one asked for is absent. Lightning's order: "auto" and "gpu" try MPS first."""
+    import torch
+
+    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
+    if accelerator == "cpu":
+        return "cpu"
+    if accelerator == "auto":
+        return "mps" if mps else "cuda" if cuda else "cpu"
+    found = {"cuda": cuda, "mps": mps, "gpu": cuda or mps}[accelerator]
+    need = {"cuda": "a CUDA GPU", "mps": "Apple's MPS", "gpu": "a CUDA GPU or Apple's MPS"}[accelerator]
+    require(
+        found,
+        f"trainer.accelerator={accelerator!r} needs {need}, and this machine has none; "
+        "choose trainer.accelerator=auto or cpu",
+    )
+    return "mps" if accelerator == "mps" or (accelerator == "gpu" and mps) else "cuda"
 
 
 SECTIONS: dict[str, type] = {
@@ -83,6 +140,8 @@ SECTIONS: dict[str, type] = {
 class TrainConfig:
     """Everything one run needs. ``seed`` fixes init, data order and dropout."""
 
+    RANGES = {"seed": SEED_RANGE}
+
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
@@ -94,6 +153,8 @@ class TrainConfig:
             isinstance(self.seed, int) and not isinstance(self.seed, bool),
             f"seed={self.seed!r} has the wrong type; expected int",
         )
+        interval = self.RANGES["seed"]
+        require(self.seed in interval, f"seed={self.seed!r} is out of range; valid: {interval}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -116,6 +177,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:
         require(isinstance(raw, dict), f"a train config must be a mapping, got {type(raw).__name__}")
+        as_mapping(raw, "a train config")
         unknown = set(raw) - set(SECTIONS) - {"seed"}
         require(
             not unknown,
@@ -123,8 +185,7 @@ class TrainConfig:
         )
         sections = {}
         for name, section_cls in SECTIONS.items():
-            values = raw.get(name) or {}
-            require(isinstance(values, dict), f"config section '{name}' must be a mapping")
+            values = as_mapping(raw.get(name), f"config section '{name}'")
             valid = [f.name for f in dataclasses.fields(section_cls)]
             bad = [k for k in values if k not in valid]
             require(
@@ -142,19 +203,72 @@ class TrainConfig:
         return TrainConfig.from_dict(raw)
 
 
-def parse_overrides(overrides: list[str] | dict[str, Any]) -> dict[str, Any]:
-    """``["a.b=1"]`` -> ``{"a.b": 1}``; values are parsed as YAML scalars."""
-    if isinstance(overrides, dict):
-        return dict(overrides)
-    out: dict[str, Any] = {}
-    for item in overrides:
-        key, sep, text = item.partition("=")
+def as_mapping(value: Any, place: str) -> dict[str, Any]:
+    """The one rule for every YAML section, variant, profile and block: a mapping with string keys.
+
+    Absent (no key, or a key with no value) means empty; anything else that is not a mapping
+    (``[]``, ``0``, ``"model.pe=none"``) is an error naming the place and the type found, never
+    a silent default.
+    """
+    if value is None:
+        return {}
+    require(
+        isinstance(value, dict),
+        f"{place} must be a mapping (key: value), got {type(value).__name__} {_short(value)}",
+    )
+    for key in value:
         require(
-            bool(sep) and bool(key.strip()),
+            isinstance(key, str), f"{place}: keys must be strings, got the {type(key).__name__} key {key!r}"
+        )
+    return value
+
+
+def require_number(value: Any, key: str, interval: Range, *, integer: bool = True) -> Any:
+    """A spec's numeric setting (``seeds.min``, ``search.trials``): an int (or, with ``integer``
+    false, a float) inside ``interval``, else a ConfigError naming the key, the type or the interval."""
+    types = int if integer else (int, float)
+    expected = "int" if integer else "float"
+    require(
+        isinstance(value, types) and not isinstance(value, bool),
+        f"{key}={value!r} has the wrong type; expected {expected}",
+    )
+    require(value in interval, f"{key}={value!r} is out of range; valid: {interval}")
+    return value
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parse_overrides(
+    overrides: list[str] | tuple[str, ...] | dict[str, Any] | None, place: str = "overrides"
+) -> dict[str, Any]:
+    """``["a.b=1"]`` (the command line) or ``{"a.b": 1}`` (YAML) -> ``{"a.b": 1}``; values in
+    ``key=value`` items are parsed as YAML scalars. A key given twice is an error, not "last wins"."""
+    if overrides is None or isinstance(overrides, dict):
+        return dict(as_mapping(overrides, place))
+    require(
+        isinstance(overrides, (list, tuple)),
+        f"{place} must be a mapping or a list of key=value, got {type(overrides).__name__} {_short(overrides)}",
+    )
+    out: dict[str, Any] = {}
+    given: dict[str, str] = {}  # key -> the item that set it, for the duplicate message
+    for item in overrides:
+        require(
+            isinstance(item, str), f"{place}: {item!r} is not of the form key=value (e.g. model.n_heads=1)"
+        )
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        require(
+            bool(sep) and bool(key),
             f"override {item!r} is not of the form key=value (e.g. model.n_heads=1)",
         )
+        if key in given:
+            raise ConfigError(f"{place}: {key} is given twice ({given[key]!r} and {item!r}); give it once")
+        given[key] = item
         try:
-            out[key.strip()] = yaml.safe_load(text) if text.strip() else ""
+            out[key] = yaml.safe_load(text) if text.strip() else ""
         except yaml.YAMLError as err:
             raise ConfigError(f"override {item!r}: cannot parse the value: {err}") from None
     return out
@@ -182,6 +296,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                continue  # SafeLoader refuses it with its own message
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark
@@ -193,6 +309,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def read_yaml(path: str | Path) -> Any:
     """Read a YAML file, turning a missing or malformed file into a ConfigError."""
     path = Path(path)
+    require(not path.is_dir(), f"{path} is a folder; give a YAML file")
     if not path.is_file():
         raise ConfigError(f"file not found: {path}")
     try:
@@ -202,9 +319,74 @@ def read_yaml(path: str | Path) -> Any:
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    """The config file, its relative paths against its folder, then the command line's overrides
+    (relative paths against the current folder); refused if this machine cannot run it."""
     raw = read_yaml(path)
     require(
         isinstance(raw, dict),
         f"{path}: a train config must be a YAML mapping with sections {sorted(SECTIONS)}",
     )
-    return TrainConfig.from_dict(raw).override(overrides or [])
+    cfg = TrainConfig.from_dict(absolute_sections(raw, Path(path).parent))
+    cfg = cfg.override(absolute_paths(parse_overrides(overrides, "the command line"), Path.cwd()))
+    cfg.trainer.check_machine()
+    return cfg
+
+
+# The config keys that name a file or folder. A relative one resolves against the folder of the
+# file that names it (a command-line override: the current folder), once, when it is read: the
+# run's config.yaml then holds the absolute path it trained on, valid from any folder.
+PATH_KEYS = ("data.source", "data.cache_dir")
+
+
+def absolute_paths(overrides: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Dotted overrides with each relative path value made absolute against ``folder``."""
+    return {k: _absolute(k, v, folder) if k in PATH_KEYS else v for k, v in overrides.items()}
+
+
+def absolute_sections(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A config mapping (``{"data": {"source": ...}}``) with its relative paths made absolute,
+    and a missing local ``data.source`` replaced by the same mapping's ``data.hub_fallback``."""
+    out = dict(raw)
+    for key in PATH_KEYS:
+        section, name = key.split(".")
+        values = out.get(section)
+        if isinstance(values, dict) and name in values:
+            out[section] = {**values, name: _absolute(key, values[name], folder)}
+    data = out.get("data")
+    if isinstance(data, dict) and data.get("hub_fallback") and isinstance(data.get("source"), str):
+        out["data"] = _hub_fallback(data)
+    return out
+
+
+def _hub_fallback(data: dict[str, Any]) -> dict[str, Any]:
+    """Only for a source written in the same file as its fallback: a path typed on the command
+    line that does not exist stays an error."""
+    source = data["source"]
+    if not os.path.isabs(source) or os.path.exists(source):
+        return data  # a hub name, or local data that is there
+    fallback = data["hub_fallback"]
+    print(
+        f"warning: data.source {source} does not exist here; using the hub data set {fallback!r} "
+        f"(data.hub_fallback)",
+        file=sys.stderr,
+    )
+    return {**data, "source": fallback}
+
+
+def _absolute(key: str, value: Any, folder: Path) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        return value  # not a path: the field's type check reports it
+    path = Path(folder, Path(value).expanduser())
+    if key == "data.source" and not _names_local(value, path):
+        return value  # a hub name such as stanfordnlp/sst2
+    return os.path.abspath(path)  # normalizes "..", keeps symlinks as written
+
+
+def _names_local(source: str, path: Path) -> bool:
+    """Whether ``data.source`` names a local file or folder rather than a hub data set: it exists,
+    or looks like a path (the same rule as ``datamodules.text.resolve``)."""
+    if path.exists() or source.startswith((".", "/", "~")):
+        return True
+    from ablate.datamodules.sources import EXTENSIONS  # imports datasets: only for names like these
+
+    return source.lower().endswith(EXTENSIONS)

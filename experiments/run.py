@@ -123,6 +123,7 @@ def make_trainer(
 def _setup(
     cfg: TrainConfig, shuffle_seed: int, datamodule: ClassificationDataModule | None
 ) -> ClassificationDataModule:
+    cfg.trainer.check_machine()  # every entry point: an accelerator or precision this machine lacks
     check_lengths(cfg)
     quiet_lightning()
     # Part of the cell's configuration: the CPU thread count changes float reduction order, and
@@ -263,7 +264,8 @@ def _train_group(
         if out_dirs is not None:
             out = Path(out_dirs[k])
             write_yaml(out / "config.yaml", result.config.to_dict())
-            write_json(out / "metrics.json", result.to_dict())
+            note = {"data_note": dm.split_note} if dm.split_note else {}  # an unlabelled split's fallback
+            write_json(out / "metrics.json", {**result.to_dict(), **note})
             dm.save_tokenizer(out)
         results.append(result)
     return results

@@ -3,13 +3,31 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from ablate.errors import ConfigError, require
-from ablate.experiments.config import TrainConfig
+from ablate.errors import ConfigError, Range, require
+from ablate.experiments.config import (
+    SEED_RANGE,
+    TrainConfig,
+    absolute_paths,
+    as_mapping,
+    require_number,
+)
 
 PRUNERS = ("median", "hyperband", "none")
+# The integer settings of the block: default and valid interval (sane upper bounds: a search of
+# 100,000 trials or a hyperband that divides by 100 is a typo, not a plan).
+SEARCH_INTS: dict[str, tuple[int, Range]] = {
+    "trials": (20, Range(1, 100_000)),
+    "seed": (0, SEED_RANGE),
+    "n_startup_trials": (4, Range(0, 100_000)),
+    "n_warmup_steps": (1, Range(0, 10_000_000)),
+    "min_resource": (1, Range(1, 10_000_000)),
+    "reduction_factor": (3, Range(2, 100)),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +101,7 @@ SEARCH_KEYS = (
 )
 
 
-def _param_space(key: str, raw: Any, base: TrainConfig, where: str) -> ParamSpace:
+def _param_space(key: str, raw: Any, base: TrainConfig, where: str, folder: Path | None) -> ParamSpace:
     flat = base.flat()
     require(
         key in flat and key != "seed",
@@ -100,12 +118,18 @@ def _param_space(key: str, raw: Any, base: TrainConfig, where: str) -> ParamSpac
             isinstance(choices, list) and choices,
             f"{where}search.space.{key}.choices must be a non-empty list",
         )
+        if folder is not None:  # a path choice resolves against the spec's folder
+            choices = [absolute_paths({key: c}, folder)[key] for c in choices]
         values = list(choices)
         space = ParamSpace(choices=tuple(choices))
     else:
         low, high, log = raw.get("low"), raw.get("high"), raw.get("log", False)
         numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (low, high))
         require(numeric, f"{where}search.space.{key} needs numeric low and high, got {raw!r}")
+        require(
+            math.isfinite(low) and math.isfinite(high),
+            f"{where}search.space.{key}: low={low} and high={high} must be finite",
+        )
         require(low < high, f"{where}search.space.{key}: low={low} must be below high={high}")
         require(isinstance(log, bool), f"{where}search.space.{key}.log must be true or false")
         require(not log or low > 0, f"{where}search.space.{key}: a log range needs low > 0")
@@ -124,8 +148,10 @@ def _param_space(key: str, raw: Any, base: TrainConfig, where: str) -> ParamSpac
     return space
 
 
-def parse_search(raw: Any, base: TrainConfig, where: str) -> SearchSpec:
+def parse_search(raw: Any, base: TrainConfig, where: str, folder: Path | None = None) -> SearchSpec:
+    """The ``search`` block; ``folder`` (the spec's) resolves relative paths among choices."""
     require(isinstance(raw, dict), f"{where}search must be a mapping with a 'space'")
+    as_mapping(raw, f"{where}search")
     unknown = sorted(set(raw) - set(SEARCH_KEYS))
     require(not unknown, f"{where}unknown search key(s) {unknown}; valid: {', '.join(SEARCH_KEYS)}")
     space_raw = raw.get("space")
@@ -133,7 +159,8 @@ def parse_search(raw: Any, base: TrainConfig, where: str) -> SearchSpec:
         isinstance(space_raw, dict) and space_raw,
         f"{where}search.space must map config keys to ranges, e.g. optim.lr: {{low: 1e-4, high: 1e-2, log: true}}",
     )
-    space = {k: _param_space(k, v, base, where) for k, v in space_raw.items()}
+    as_mapping(space_raw, f"{where}search.space")
+    space = {k: _param_space(k, v, base, where, folder) for k, v in space_raw.items()}
     metric = raw.get("metric", "val/acc")
     require(
         metric in ("val/acc", "val/f1", "val/loss"),
@@ -148,21 +175,10 @@ def parse_search(raw: Any, base: TrainConfig, where: str) -> SearchSpec:
         f"{where}search.pruner={pruner!r} needs validation during training: set trainer.val_every "
         f"(e.g. {max(1, base.trainer.max_steps // 5)}) or search.pruner: none",
     )
-    ints = {}
-    for key, default, low in (
-        ("trials", 20, 1),
-        ("seed", 0, 0),
-        ("n_startup_trials", 4, 0),
-        ("n_warmup_steps", 1, 0),
-        ("min_resource", 1, 1),
-        ("reduction_factor", 3, 2),
-    ):
-        value = raw.get(key, default)
-        require(
-            isinstance(value, int) and not isinstance(value, bool) and value >= low,
-            f"{where}search.{key}={value!r} must be an integer >= {low}",
-        )
-        ints[key] = value
+    ints = {
+        key: require_number(raw.get(key, default), f"{where}search.{key}", interval)
+        for key, (default, interval) in SEARCH_INTS.items()
+    }
     return SearchSpec(space=space, metric=metric, direction=direction, pruner=pruner, **ints)
 
 

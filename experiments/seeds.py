@@ -7,9 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ablate.errors import require
+from ablate.errors import Range, require
+from ablate.experiments.config import SEED_RANGE, as_mapping, require_number
 
 STOP_RULES = ("separated", "ci_width")
+# Seeds in one study: a count, a list, an adaptive max or a seed_factors product. Sane for a
+# sweep, and it keeps ``range(count)`` from allocating a billion cells.
+MAX_SEEDS = 10_000
+COUNT = Range(1, MAX_SEEDS)
+# The CI width of a difference in the metric: positive, finite, loose enough for a loss.
+WIDTH = Range(0, 1e6, lo_open=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,14 +51,11 @@ class AdaptiveSeeds:
 
 def parse_adaptive(value: dict[str, Any], where: str) -> AdaptiveSeeds:
     keys = ("min", "max", "step", "stop", "width")
+    value = as_mapping(value, f"{where}seeds")
     unknown = sorted(set(value) - set(keys))
     require(not unknown, f"{where}seeds: unknown key(s) {unknown}; valid: {', '.join(keys)}")
     for key in ("min", "max", "step"):
-        v = value.get(key)
-        require(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 1,
-            f"{where}seeds.{key} must be an integer >= 1, got {v!r}",
-        )
+        require_number(value.get(key), f"{where}seeds.{key}", COUNT)
     require(
         value["min"] <= value["max"], f"{where}seeds.min={value['min']} is above seeds.max={value['max']}"
     )
@@ -60,9 +64,10 @@ def parse_adaptive(value: dict[str, Any], where: str) -> AdaptiveSeeds:
     width = value.get("width")
     if stop == "ci_width":
         require(
-            isinstance(width, (int, float)) and not isinstance(width, bool) and width > 0,
-            f"{where}seeds.stop=ci_width needs seeds.width > 0 (the CI width to reach), got {width!r}",
+            width is not None,
+            f"{where}seeds.stop=ci_width needs seeds.width > 0 (the CI width to reach), in {WIDTH}",
         )
+        require_number(width, f"{where}seeds.width", WIDTH, integer=False)
     else:
         require(width is None, f"{where}seeds.width applies to stop: ci_width only")
     return AdaptiveSeeds(
@@ -75,27 +80,32 @@ def parse_adaptive(value: dict[str, Any], where: str) -> AdaptiveSeeds:
 
 
 def parse_seed_factors(value: Any, where: str) -> dict[str, int]:
+    value = as_mapping(value, f"{where}seed_factors")
     require(
-        isinstance(value, dict) and set(value) == {"init", "data_order"},
+        set(value) == {"init", "data_order"},
         f"{where}seed_factors must be {{init: N, data_order: M}} (crossed levels), got {value!r}",
     )
-    for key, n in value.items():
-        require(
-            isinstance(n, int) and not isinstance(n, bool) and n >= 2,
-            f"{where}seed_factors.{key} must be an integer >= 2 (a factor needs two levels), got {n!r}",
-        )
+    for key, n in value.items():  # a factor needs two levels
+        require_number(n, f"{where}seed_factors.{key}", Range(2, MAX_SEEDS))
+    total = value["init"] * value["data_order"]
+    require(
+        total in COUNT,
+        f"{where}seed_factors: init x data_order = {total} seeds; valid: at most {MAX_SEEDS}",
+    )
     return dict(value)
 
 
 def parse_seeds(value: Any, key: str) -> tuple[int, ...]:
+    """A count n (seeds 0..n-1, n in [1, MAX_SEEDS]) or a list of distinct seeds, each a valid
+    numpy / Lightning seed."""
     if isinstance(value, int) and not isinstance(value, bool):
-        require(value >= 1, f"{key}={value}: a seed count must be >= 1")
-        return tuple(range(value))
+        return tuple(range(require_number(value, key, COUNT)))
     require(
-        isinstance(value, list)
-        and value
-        and all(isinstance(s, int) and not isinstance(s, bool) for s in value),
-        f"{key} must be a count or a non-empty list of integers, got {value!r}",
+        isinstance(value, list) and bool(value),
+        f"{key} must be a count or a non-empty list of integers, got {type(value).__name__} {value!r}",
     )
+    require(len(value) <= MAX_SEEDS, f"{key} lists {len(value)} seeds; valid: at most {MAX_SEEDS}")
+    for i, seed in enumerate(value):
+        require_number(seed, f"{key}[{i}]", SEED_RANGE)
     require(len(set(value)) == len(value), f"{key} lists a seed twice: {value}")
     return tuple(value)

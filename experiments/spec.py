@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ablate.errors import ConfigError, require
-from ablate.experiments.config import TrainConfig, parse_overrides, read_yaml
+from ablate.experiments.config import (
+    TrainConfig,
+    absolute_paths,
+    absolute_sections,
+    as_mapping,
+    parse_overrides,
+    read_yaml,
+)
 from ablate.experiments.search_spec import SearchSpec, parse_search
 from ablate.experiments.seeds import AdaptiveSeeds, parse_adaptive, parse_seed_factors, parse_seeds
 
@@ -122,8 +129,13 @@ def spec_from_dict(
     overrides: list[str] | None = None,
     profile: str | None = None,
 ) -> ExperimentSpec:
+    """Build and validate a spec. Relative paths in it (``base:``, ``data.source``) resolve against
+    the folder of ``source`` (the current folder without one); ``overrides`` (the command line's)
+    against the current folder."""
     where = f"{source}: " if source else ""
+    folder = source.parent if source is not None else Path.cwd()
     require(isinstance(raw, dict), f"{where}an experiment spec must be a YAML mapping")
+    as_mapping(raw, f"{where}the experiment spec")
     unknown = sorted(set(raw) - set(SPEC_KEYS))
     require(not unknown, f"{where}unknown experiment key(s) {unknown}; valid: {', '.join(SPEC_KEYS)}")
     for key in ("name", "base", "variants"):
@@ -134,39 +146,27 @@ def spec_from_dict(
         f"{where}name={name!r}: use letters, digits, '_', '-', '.'",
     )
 
-    base_raw = raw["base"]
-    if isinstance(base_raw, str):
-        path = Path(base_raw)
-        if not path.is_absolute() and source is not None and not path.exists():
-            path = source.parent / path
-        base_raw = read_yaml(path)
-    require(isinstance(base_raw, dict), f"{where}base must be a train config mapping or a path to one")
-    base = TrainConfig.from_dict(base_raw)
+    base = _base(raw["base"], folder, where)
 
     # The spec's own overrides, then a profile's, then the command line's.
-    base_overrides: dict[str, Any] = parse_overrides(raw.get("overrides") or {})
-    profiles = raw.get("profiles") or {}
+    base_overrides = _file_overrides(raw.get("overrides"), f"{where}overrides", folder)
+    profiles = as_mapping(raw.get("profiles"), f"{where}profiles")
+    # Every profile is type-checked; the chosen one is applied.
+    parsed = {name: _file_overrides(p, f"{where}profile {name!r}", folder) for name, p in profiles.items()}
     if profile is not None:
         require(
             profile in profiles, f"{where}no profile {profile!r}; this spec has {sorted(profiles) or 'none'}"
         )
-        base_overrides.update(parse_overrides(profiles[profile] or {}))
-    base_overrides.update(parse_overrides(overrides or []))
+        base_overrides.update(parsed[profile])
+    base_overrides.update(absolute_paths(parse_overrides(overrides, "the command line"), Path.cwd()))
     base = base.override(base_overrides)
 
-    variants_raw = raw["variants"]
-    require(
-        isinstance(variants_raw, dict) and variants_raw,
-        f"{where}variants must be a non-empty mapping name -> overrides",
-    )
+    variants_raw = as_mapping(raw["variants"], f"{where}variants")
+    require(bool(variants_raw), f"{where}variants must be a non-empty mapping name -> overrides")
     variants: dict[str, dict[str, Any]] = {}
     for vname, ov in variants_raw.items():
-        require(
-            isinstance(vname, str) and bool(NAME_RE.match(vname)),
-            f"{where}variant name {vname!r} is not valid",
-        )
-        ov = parse_overrides(ov or {}) if isinstance(ov, (dict, list, type(None))) else None
-        require(ov is not None, f"{where}variant {vname!r} must map dotted keys to values")
+        require(bool(NAME_RE.match(vname)), f"{where}variant name {vname!r} is not valid")
+        ov = _file_overrides(ov, f"{where}variant {vname!r}", folder)
         require("seed" not in ov, f"{where}variant {vname!r} sets 'seed'; seeds come from the spec's seeds")
         shared = sorted(set(ov) & set(STUDY_WIDE))
         require(
@@ -218,8 +218,17 @@ def spec_from_dict(
         f"{where}direction={direction!r}; choose 'maximize' or 'minimize'",
     )
     tags = raw.get("tags") or []
-    require(isinstance(tags, list), f"{where}tags must be a list")
-    search = parse_search(raw["search"], base, where) if raw.get("search") is not None else None
+    require(
+        isinstance(tags, list) and all(_is_scalar(t) for t in tags),
+        f"{where}tags must be a list of strings, got {tags!r}",
+    )
+    for key in ("description", "wandb_project"):
+        value = raw.get(key)
+        require(
+            value is None or isinstance(value, str),
+            f"{where}{key} must be a string, got {type(value).__name__} {value!r}",
+        )
+    search = parse_search(raw["search"], base, where, folder) if raw.get("search") is not None else None
     return ExperimentSpec(
         name=name,
         base=base,
@@ -231,7 +240,7 @@ def spec_from_dict(
         direction=direction,
         wandb_project=raw.get("wandb_project"),
         tags=tuple(str(t) for t in tags),
-        description=str(raw.get("description", "")),
+        description=raw.get("description") or "",
         base_overrides=base_overrides,
         search=search,
         adaptive=adaptive,
@@ -239,11 +248,34 @@ def spec_from_dict(
     )
 
 
+def _base(value: Any, folder: Path, where: str) -> TrainConfig:
+    """``base:``, a train config inline or a path to one: relative to the spec's folder, and the
+    base file's own relative paths relative to its folder."""
+    if isinstance(value, str):
+        path = folder / Path(value).expanduser()
+        value, folder = read_yaml(path), path.parent
+    require(isinstance(value, dict), f"{where}base must be a train config mapping or a path to one")
+    return TrainConfig.from_dict(absolute_sections(value, folder))
+
+
+def _file_overrides(value: Any, place: str, folder: Path) -> dict[str, Any]:
+    """Dotted overrides written in a spec (a mapping, or nothing): paths relative to its folder."""
+    return absolute_paths(parse_overrides(as_mapping(value, place), place), folder)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
 def load_spec(
     path: str | Path, overrides: list[str] | None = None, profile: str | None = None
 ) -> ExperimentSpec:
+    """The spec file, validated, and refused if this machine cannot run some variant."""
     path = Path(path)
-    return spec_from_dict(read_yaml(path), source=path, overrides=overrides, profile=profile)
+    spec = spec_from_dict(read_yaml(path), source=path, overrides=overrides, profile=profile)
+    for variant in spec.variants:
+        spec.cell_config(variant, spec.seeds[0]).trainer.check_machine()
+    return spec
 
 
 def spec_from_resolved(d: dict[str, Any]) -> ExperimentSpec:

@@ -36,7 +36,7 @@ def test_adaptive_seeds_parse_and_round_trip() -> None:
     ("seeds", "message"),
     [
         ({"min": 5, "max": 3, "step": 1}, "seeds.min=5 is above seeds.max=3"),
-        ({"min": 0, "max": 3, "step": 1}, "seeds.min must be an integer >= 1"),
+        ({"min": 0, "max": 3, "step": 1}, "seeds.min=0 is out of range"),
         (
             {"min": 2, "max": 3, "step": 1, "stop": "soon"},
             "seeds.stop='soon'; choose one of separated, ci_width",

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from ablate.datamodules import ClassificationDataModule, DataError
-from ablate.datamodules.config import DataConfig
+from ablate.datamodules.config import SYNTHETIC_TOKEN_BUDGET, DataConfig
 from ablate.datamodules.tasks import TASKS
+from ablate.errors import ConfigError, numeric_fields
 
 SST2 = Path("/work/shared/data/sst2")
 SMALL = {"n_train": 200, "n_val": 40, "n_test": 40}
@@ -210,3 +211,54 @@ def test_bad_inputs_raise_data_error(tmp_path: Path, case: str) -> None:
     with pytest.raises(DataError) as info:
         make(tmp_path / "cache", task="text", source=str(folder / source) if source else str(folder))
     assert where in str(info.value) and what in str(info.value), str(info.value)
+
+
+# --- DataConfig ranges -----------------------------------------------------------------------
+
+
+def test_every_numeric_field_has_a_range() -> None:
+    assert sorted(numeric_fields(DataConfig)) == sorted(DataConfig.RANGES)
+
+
+@pytest.mark.parametrize("name", sorted(DataConfig.RANGES))
+def test_values_outside_the_range_are_refused(name: str) -> None:
+    interval = DataConfig.RANGES[name]
+    if isinstance(getattr(DataConfig(), name), int):
+        bad: list[float] = [int(interval.lo) - 1, int(interval.hi) + 1]  # floats are a type error
+    else:
+        bad = [interval.lo - 1, interval.hi + 1, float("inf"), float("nan")]
+        bad += [interval.lo] * interval.lo_open + [interval.hi] * interval.hi_open
+    for value in bad:
+        with pytest.raises(ConfigError, match=rf"data\.{name}=.* is out of range; valid: ") as info:
+            DataConfig(**{name: value})
+        assert str(interval) in str(info.value)
+
+
+def test_huge_max_len_is_an_error_naming_the_interval() -> None:
+    with pytest.raises(ConfigError, match=r"data\.max_len=1000000000 is out of range; valid: \[1, 65536\]"):
+        DataConfig(max_len=1_000_000_000)
+
+
+def test_synthetic_token_budget() -> None:
+    DataConfig(n_train=1_000_000, max_len=64)  # 64 M tokens: fine
+    with pytest.raises(ConfigError, match="a synthetic data set holds at most 100,000,000"):
+        DataConfig(n_train=10**7, max_len=64)
+    assert SYNTHETIC_TOKEN_BUDGET == 10**8
+
+
+@pytest.mark.parametrize(
+    ("kw", "expect"),
+    [
+        ({"task": "order", "source": "x.csv"}, "apply to data.task='text', not 'order'"),
+        ({"task": "lookup", "subset": "sst2"}, "apply to data.task='text'"),
+        ({"task": "text", "source": "x", "subset": " "}, "data.subset must be a name or null"),
+        ({"task": "text", "source": "x", "revision": ""}, "data.revision must be a name or null"),
+        ({"task": "text", "source": "x", "long_test_factor": 2}, "synthetic tasks"),
+        ({"min_len": 9, "max_len": 8}, "data.min_len=9 is larger than data.max_len=8"),
+        ({"n_pairs": 9, "n_keys": 8}, "data.n_pairs=9 must be in [2, data.n_keys=8]"),
+    ],
+)
+def test_cross_field_rules(kw: dict, expect: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        DataConfig(**kw)
+    assert expect in str(info.value)

@@ -43,7 +43,7 @@ def test_spec_seed_factors_set_the_seeds_and_the_streams() -> None:
     ("extra", "message"),
     [
         ({"seed_factors": {"init": 3}}, "seed_factors must be {init: N, data_order: M}"),
-        ({"seed_factors": {"init": 1, "data_order": 2}}, "seed_factors.init must be an integer >= 2"),
+        ({"seed_factors": {"init": 1, "data_order": 2}}, "seed_factors.init=1 is out of range"),
         ({"seed_factors": {"init": 2, "data_order": 2}, "seeds": 4}, "give seeds or seed_factors, not both"),
         ({"variants": {**VARIANTS, "x": {"trainer.order_seeds": 2}}}, "variant 'x' sets trainer.order_seeds"),
     ],

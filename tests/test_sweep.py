@@ -30,7 +30,7 @@ from tests.conftest import TINY_BASE, ablate_cmd, run_sweep, trials_by_cell, wri
         ({"variants": {"baseline": {}, "s": {"seed": 3}}}, "sets 'seed'"),
         ({"heatmap_seeds": [9]}, "not among seeds"),
         ({"seeds": [1, 1]}, "lists a seed twice"),
-        ({"seeds": 0}, "must be >= 1"),
+        ({"seeds": 0}, "seeds=0 is out of range"),
         ({"direction": "up"}, "choose 'maximize' or 'minimize'"),
         ({"metric": "test/bogus"}, "metric"),
         ({"colour": "red"}, "unknown experiment key"),
