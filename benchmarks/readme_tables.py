@@ -1,10 +1,17 @@
 """``python -m ablate.benchmarks.readme_tables``: the README's result tables, generated from run folders.
 
-The inputs are committed copies of the run folders' ``summary.json`` (the statistics) and
-``spec.json`` (the data set and the step count) of a preset's experiments::
+The inputs are committed copies of the run folders' ``summary.json`` (the statistics),
+``spec.json`` (the data set and the step count) and ``results.csv`` (per-cell values and wall
+times) of a preset's experiments::
 
-    benchmarks/results/<preset>/<experiment>.json        = runs/<experiment>/summary.json
-    benchmarks/results/<preset>/<experiment>.spec.json   = runs/<experiment>/spec.json
+    benchmarks/results/<preset>/<experiment>.json          = runs/<experiment>/summary.json
+    benchmarks/results/<preset>/<experiment>.spec.json     = runs/<experiment>/spec.json
+    benchmarks/results/<preset>/<experiment>.results.csv   = runs/<experiment>/results.csv
+
+and the same three files of the experiment's companion runs, when they exist:
+``<experiment>-lr0.5x``, ``<experiment>-lr2x`` (``python -m ablate.benchmarks.lr_check``: the
+per-variant lr rows, benchmarks/tuned_rows.py) and ``<experiment>-tuned`` (``ablate search
+--then-evaluate``: the rows tuned by search).
 
 Usage::
 
@@ -24,10 +31,27 @@ import json
 import re
 import shutil
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ablate.benchmarks.tuned_rows import (
+    LR_LABEL,
+    SHARED,
+    TUNED_LABEL,
+    cell_time_note,
+    companion_problem,
+    companions,
+    factor_label,
+    lr_note,
+    per_variant_lr,
+    read_results_csv,
+    tuned_note,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -36,10 +60,7 @@ EXPERIMENTS = REPO / "experiments"
 DEFAULT_PRESET = "remove-pe-single-head"
 
 MINUS = "\u2212"  # the README's minus sign
-HEADER = (
-    "| data set (steps) | variant | median [IQR] | IQM | min–max | Δ [95 % CI] | p | p Holm | p MWU | P(improve) |",
-    "|---|---|---|---|---|---|---|---|---|---|",
-)
+HEADER = "| data set (steps) | variant | median [IQR] | IQM | min–max | Δ [95 % CI] | p | p Holm | p MWU | P(improve) |"
 # data.task, or for task "text" the last part of data.source -> the name the README uses.
 DATASET_LABELS = {"order": "order-only", "lookup": "multi-lookup", "listops": "ListOps", "sst2": "SST-2"}
 BLOCK = re.compile(r"(<!-- table:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /table -->)", re.DOTALL)
@@ -47,6 +68,44 @@ BLOCK = re.compile(r"(<!-- table:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /tab
 
 class TableError(Exception):
     """A user error: missing inputs or README markers (exit code 2, one message)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder's files; ``rows`` is None for inputs committed without results.csv."""
+
+    summary: dict[str, Any]
+    spec: dict[str, Any]
+    rows: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment's shared-lr run, its lr check's runs (factor -> run) and its search-tuned run."""
+
+    main: Run
+    lr_runs: dict[float, Run] = field(default_factory=dict)
+    tuned: Run | None = None
+
+    @property
+    def label(self) -> str:
+        return dataset_label(self.main.spec)
+
+    def runs(self) -> Iterator[tuple[str, Run]]:
+        """(label, run) of every run, the shared one first: how the footer names them."""
+        yield self.label, self.main
+        for factor, run in self.lr_runs.items():
+            yield f"{self.label} {factor_label(factor)}", run
+        if self.tuned is not None:
+            yield f"{self.label} tuned", self.tuned
+
+    @cached_property
+    def lr_summary(self) -> dict[str, Any] | None:
+        """The per-variant lr rows (tuned_rows.per_variant_lr); None without an lr check."""
+        if not self.lr_runs:
+            return None
+        rows = {SHARED: self.main.rows or [], **{f: r.rows or [] for f, r in self.lr_runs.items()}}
+        return per_variant_lr(rows, self.main.summary, self.main.spec, shown_metrics([self]))
 
 
 # ---- formatting -------------------------------------------------------------------------------
@@ -75,6 +134,13 @@ def md_row(cells: list[str]) -> str:
     return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
 
 
+def spread_text(v: dict[str, Any] | None) -> str:
+    """``0.873 [0.863, 0.952]``: median [q1, q3], or – without a value."""
+    if v is None or v.get("median") is None:
+        return "–"
+    return f"{number(v['median'])} [{number(v['q1'])}, {number(v['q3'])}]"
+
+
 def dataset_label(spec: dict[str, Any]) -> str:
     data = spec["base"]["data"]
     key = data["task"]
@@ -83,7 +149,21 @@ def dataset_label(spec: dict[str, Any]) -> str:
     return DATASET_LABELS.get(key, key)
 
 
-def variant_cells(name: str, v: dict[str, Any], baseline: str) -> list[str]:
+def shown_metrics(inputs: list[Experiment]) -> list[str]:
+    """The extra metrics that get a column: all but validation ones, which only choose."""
+    out: list[str] = []
+    for e in inputs:
+        out += [m for m in e.main.spec.get("extra_metrics", []) if not m.startswith("val/") and m not in out]
+    return out
+
+
+def header(extra: list[str]) -> list[str]:
+    """The header and rule rows: HEADER, then a median [IQR] column per extra metric."""
+    row = HEADER + "".join(f" {m} median [IQR] |" for m in extra)
+    return [row, "|" + "---|" * row.count(" |")]
+
+
+def variant_cells(label: str, v: dict[str, Any], *, is_baseline: bool) -> list[str]:
     """variant | median [IQR] | IQM | min–max | Δ [95 % CI] | p | p Holm | p MWU | P(improve).
 
     Δ is the median of the per-seed differences with its CI when the variant is paired with the
@@ -92,30 +172,43 @@ def variant_cells(name: str, v: dict[str, Any], baseline: str) -> list[str]:
     if v["median"] is None:  # no complete cell
         spread = ["–", "–", "–"]
     else:
-        spread = [
-            f"{number(v['median'])} [{number(v['q1'])}, {number(v['q3'])}]",
-            number(v.get("iqm")),
-            f"{number(v['min'])}–{number(v['max'])}",
-        ]
-    if name == baseline:
-        return [name, *spread, "", "", "", "", ""]
+        spread = [spread_text(v), number(v.get("iqm")), f"{number(v['min'])}–{number(v['max'])}"]
+    if is_baseline:
+        return [label, *spread, "", "", "", "", ""]
     paired = bool(v.get("paired"))
     d, ci = (v["delta_paired_median"], v["ci95_paired"]) if paired else (v["delta_median"], v["ci95"])
     delta = signed(d) + (f" [{signed(ci[0])}, {signed(ci[1])}]" if ci else "")
     improve = "–" if v["p_improve"] is None else f"{v['p_improve']:.2f}"
     p_mwu = v.get("p_mwu", v["p_value"])
-    return [name, *spread, delta, p_text(v["p_value"]), p_text(v.get("p_holm")), p_text(p_mwu), improve]
+    return [label, *spread, delta, p_text(v["p_value"]), p_text(v.get("p_holm")), p_text(p_mwu), improve]
 
 
-def experiment_rows(summary: dict[str, Any], spec: dict[str, Any]) -> list[str]:
-    """The rows of one experiment: the data set (steps) on its first row, baseline first."""
+def summary_rows(first: str, summary: dict[str, Any], extra: list[str]) -> list[str]:
+    """The rows of one grid study's summary, baseline first; ``first`` in the first column."""
     baseline = summary["baseline"]
     names = [baseline, *(n for n in summary["variants"] if n != baseline)]
-    first = f"{dataset_label(spec)} ({spec['base']['trainer']['max_steps']})"
+    by_metric = summary.get("extra_metrics") or {}
     return [
-        md_row([first if i == 0 else "", *variant_cells(n, summary["variants"][n], baseline)])
+        md_row(
+            [
+                first if i == 0 else "",
+                *variant_cells(n, summary["variants"][n], is_baseline=n == baseline),
+                *(spread_text(by_metric.get(m, {}).get(n)) for m in extra),
+            ]
+        )
         for i, n in enumerate(names)
     ]
+
+
+def experiment_rows(e: Experiment, extra: list[str]) -> list[str]:
+    """The rows of one experiment: the data set (steps) on its first row, then the tuned rows."""
+    first = f"{e.label} ({e.main.spec['base']['trainer']['max_steps']})"
+    rows = summary_rows(first, e.main.summary, extra)
+    if e.lr_summary is not None:
+        rows += summary_rows(LR_LABEL, e.lr_summary, extra)
+    if e.tuned is not None:
+        rows += summary_rows(TUNED_LABEL, e.tuned.summary, extra)
+    return rows
 
 
 def _commit_text(commit: str | None) -> str:
@@ -125,46 +218,58 @@ def _commit_text(commit: str | None) -> str:
     return f"commit `{sha[:12]}{'-dirty' if dirty else ''}`"
 
 
-def footer(inputs: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
-    """The line under the table: the command, the commit(s) of the inputs, partial studies and the
-    base overrides of each run besides trainer.max_steps (a profile's or the command line's)."""
-    commits = [(s.get("provenance") or {}).get("commit") for s, _ in inputs]
+def _overrides_text(spec: dict[str, Any]) -> str:
+    """The run's base overrides but trainer.max_steps (the table shows it): ``k=v k=v``."""
+    return " ".join(f"{k}={v}" for k, v in spec.get("base_overrides", {}).items() if k != "trainer.max_steps")
+
+
+def footer(inputs: list[Experiment]) -> str:
+    """The line under the table: the command, the commit(s) of the inputs, partial studies, the
+    base overrides of each run besides trainer.max_steps (a profile's or the command line's), the
+    cells' wall times and how the tuned rows were chosen."""
+    runs = [labelled for e in inputs for labelled in e.runs()]
+    commits = [(r.summary.get("provenance") or {}).get("commit") for _, r in runs]
     if len(set(commits)) == 1:
         where = "at " + _commit_text(commits[0])
     else:  # inputs from different code: name each one
         where = "at " + ", ".join(
-            f"{_commit_text(c)} ({dataset_label(sp)})" for c, (_, sp) in zip(commits, inputs, strict=True)
+            f"{_commit_text(c)} ({lbl})" for c, (lbl, _) in zip(commits, runs, strict=True)
         )
-    tests = sorted({v["test"] for s, _ in inputs for v in s["variants"].values() if v.get("test")})
+    summaries = [r.summary for _, r in runs] + [e.lr_summary for e in inputs if e.lr_summary]
+    tests = {v["test"] for s in summaries for v in s["variants"].values() if v.get("test")}
     line = f"Generated by `python -m ablate.benchmarks.readme_tables` from summaries produced {where}."
     if tests:
-        line += f" p: {', '.join(f'`{t}`' for t in tests)}; Holm over each data set's comparisons."
+        line += f" p: {', '.join(f'`{t}`' for t in sorted(tests))}; Holm over each data set's comparisons."
     partial = [
-        f"{dataset_label(sp)} {s['cells']['complete']}/{s['cells']['total']}"
-        for s, sp in inputs
-        if s["cells"]["complete"] < s["cells"]["total"]
+        f"{lbl} {r.summary['cells']['complete']}/{r.summary['cells']['total']}"
+        for lbl, r in runs
+        if r.summary["cells"]["complete"] < r.summary["cells"]["total"]
     ]
     if partial:
         line += " Partial studies (cells complete): " + ", ".join(partial) + "."
     overrides = [
-        f"{dataset_label(sp)} `{' '.join(f'{k}={v}' for k, v in extra.items())}`"
-        for _, sp in inputs
-        if (extra := {k: v for k, v in sp.get("base_overrides", {}).items() if k != "trainer.max_steps"})
+        f"{e.label} `{_overrides_text(e.main.spec)}`" for e in inputs if _overrides_text(e.main.spec)
     ]
     if overrides:  # a profile's or the command line's, besides the step count the table shows
         line += " Overrides: " + "; ".join(overrides) + "."
-    return line
+    line += cell_time_note([(lbl, r.rows) for lbl, r in runs if r.rows is not None])
+    if checked := [e for e in inputs if e.lr_runs]:
+        line += lr_note([e.label for e in checked], [f for e in checked for f in e.lr_runs])
+    return line + tuned_note([(e.label, e.tuned.spec) for e in inputs if e.tuned is not None])
 
 
-def render(inputs: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
-    """The README block (without its markers) for (summary, spec) pairs, in the preset's order."""
-    lines = list(HEADER)
-    for summary, spec in inputs:
-        lines += experiment_rows(summary, spec)
+def render(inputs: list[Experiment]) -> str:
+    """The README block (without its markers) for the preset's experiments, in its order."""
+    extra = shown_metrics(inputs)
+    lines = header(extra)
+    for e in inputs:
+        lines += experiment_rows(e, extra)
     return "\n".join(lines) + "\n\n" + footer(inputs) + "\n"
 
 
 # ---- inputs -----------------------------------------------------------------------------------
+
+Paths = tuple[Path, Path, Path]  # summary.json, spec.json, results.csv of one run
 
 
 def experiment_names(preset: str) -> list[str]:
@@ -177,40 +282,83 @@ def experiment_names(preset: str) -> list[str]:
     return [yaml.safe_load((EXPERIMENTS / rel).read_text())["name"] for rel in rels]
 
 
-def load_inputs(preset: str, results: Path = RESULTS) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(summary, spec) of each experiment of the preset from results/<preset>/."""
+def run_paths(runs: Path, run: str) -> Paths:
+    return (runs / run / "summary.json", runs / run / "spec.json", runs / run / "results.csv")
+
+
+def result_paths(folder: Path, run: str) -> Paths:
+    return (folder / f"{run}.json", folder / f"{run}.spec.json", folder / f"{run}.results.csv")
+
+
+def read_run(paths: Paths, name: str, *, need_rows: bool, missing: Callable[[list[str]], str]) -> Run:
+    absent = [str(p) for p in (paths if need_rows else paths[:2]) if not p.is_file()]
+    if absent:
+        raise TableError(missing(absent))
+    summary, spec = (json.loads(p.read_text()) for p in paths[:2])
+    if summary.get("experiment") != name:
+        raise TableError(f"{paths[0]} is the summary of {summary.get('experiment')!r}, not of {name!r}")
+    return Run(summary, spec, read_results_csv(paths[2]) if paths[2].is_file() else None)
+
+
+def read_experiment(
+    name: str,
+    paths: Callable[[str], Paths],
+    present: set[str],
+    *,
+    need_rows: bool,
+    missing: Callable[[list[str]], str],
+) -> Experiment:
+    """The experiment's shared run, and its companion runs among ``present`` (run names);
+    ``missing`` words the error for absent files."""
+    main = read_run(paths(name), name, need_rows=need_rows, missing=missing)
+    lr_names, tuned_name = companions(name, present)
+    lr_runs = {f: read_run(paths(n), n, need_rows=True, missing=missing) for f, n in lr_names.items()}
+    tuned = read_run(paths(tuned_name), tuned_name, need_rows=True, missing=missing) if tuned_name else None
+    problems = [companion_problem(main.spec, lr_names[f], r.spec, f) for f, r in lr_runs.items()]
+    if tuned is not None:
+        problems.append(companion_problem(main.spec, f"{name}-tuned", tuned.spec))
+    if problem := next((p for p in problems if p), None):
+        raise TableError(problem)
+    if lr_runs and main.rows is None:
+        raise TableError(missing([str(paths(name)[2])]) + " (the per-variant lr rows need its cells)")
+    return Experiment(main, lr_runs, tuned)
+
+
+def load_inputs(preset: str, results: Path = RESULTS) -> list[Experiment]:
+    """Each experiment of the preset, with its companion runs, from results/<preset>/."""
     folder = results / preset
-    out = []
-    for name in experiment_names(preset):
-        paths = (folder / f"{name}.json", folder / f"{name}.spec.json")
-        missing = [str(p) for p in paths if not p.is_file()]
-        if missing:
-            raise TableError(
-                f"no committed inputs {', '.join(missing)}; run `python -m ablate.benchmarks.readme_tables "
-                f"--preset {preset} --collect runs/` after `ablate reproduce {preset}`"
-            )
-        out.append(tuple(json.loads(p.read_text()) for p in paths))
-    return out  # type: ignore[return-value]
+    present = {p.name[: -len(".json")] for p in folder.glob("*.json") if not p.name.endswith(".spec.json")}
+
+    def missing(absent: list[str]) -> str:
+        return (
+            f"no committed inputs {', '.join(absent)}; run `python -m ablate.benchmarks.readme_tables "
+            f"--preset {preset} --collect runs/` after `ablate reproduce {preset}`"
+        )
+
+    return [
+        read_experiment(n, lambda run: result_paths(folder, run), present, need_rows=False, missing=missing)
+        for n in experiment_names(preset)
+    ]
 
 
 def collect(preset: str, runs: Path, results: Path = RESULTS) -> list[Path]:
-    """Copy runs/<experiment>/{summary,spec}.json of every experiment into results/<preset>/.
+    """Copy summary.json, spec.json and results.csv of every experiment's run folder, and of its
+    companions (runs/<experiment>-lr<f>x/, runs/<experiment>-tuned/) if any, into results/<preset>/.
 
-    Nothing is copied unless every experiment's run folder has both files.
+    Nothing is copied unless every experiment's run folder has the three files.
     """
+    runs = Path(runs)
+    present = {p.name for p in runs.iterdir() if p.is_dir()} if runs.is_dir() else set()
+
+    def missing(absent: list[str]) -> str:
+        return f"{', '.join(absent)} missing: run `ablate reproduce {preset}` (or its sweeps) first"
+
     pairs = []
     for name in experiment_names(preset):
-        run_dir = Path(runs) / name
-        src = (run_dir / "summary.json", run_dir / "spec.json")
-        missing = [str(p) for p in src if not p.is_file()]
-        if missing:
-            raise TableError(
-                f"{', '.join(missing)} missing: run `ablate reproduce {preset}` (or its sweeps) first"
-            )
-        experiment = json.loads(src[0].read_text()).get("experiment")
-        if experiment != name:
-            raise TableError(f"{src[0]} is the summary of {experiment!r}, not of {name!r}")
-        pairs.append((src, (results / preset / f"{name}.json", results / preset / f"{name}.spec.json")))
+        read_experiment(name, lambda run: run_paths(runs, run), present, need_rows=True, missing=missing)
+        lr_names, tuned_name = companions(name, present)  # checked by read_experiment
+        names = [name, *lr_names.values(), *([tuned_name] if tuned_name else [])]
+        pairs += [(run_paths(runs, n), result_paths(results / preset, n)) for n in names]
     (results / preset).mkdir(parents=True, exist_ok=True)
     copied = []
     for src, dst in pairs:
@@ -242,7 +390,10 @@ def main(argv: list[str] | None = None) -> int:
         "--preset", default=DEFAULT_PRESET, help=f"the preset whose table to make (default {DEFAULT_PRESET})"
     )
     ap.add_argument(
-        "--collect", metavar="RUNS", help="first copy RUNS/<experiment>/{summary,spec}.json into the inputs"
+        "--collect",
+        metavar="RUNS",
+        help="first copy RUNS/<experiment>/{summary.json,spec.json,results.csv} (and those of "
+        "RUNS/<experiment>-lr<f>x/, RUNS/<experiment>-tuned/) into the inputs",
     )
     ap.add_argument("--write", action="store_true", help="replace the preset's block in README.md")
     args = ap.parse_args(argv)
