@@ -34,6 +34,7 @@ from ablate.errors import ConfigError
 from ablate.experiments.config import TrainConfig
 from ablate.experiments.io import write_json, write_yaml
 from ablate.lit_modules.classifier import LitClassifier
+from ablate.lit_modules.progress import StepProgressBar
 from ablate.lit_modules.seed_parallel import LitSeedParallel, MemberLogger, member_metrics
 
 
@@ -115,7 +116,7 @@ def make_trainer(
         enable_model_summary=False,
         enable_progress_bar=progress,
         logger=logger,
-        callbacks=list(callbacks),
+        callbacks=[*callbacks, StepProgressBar()] if progress else list(callbacks),
         default_root_dir=str(out_dir) if out_dir else None,
     )
 

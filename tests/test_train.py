@@ -212,3 +212,17 @@ def test_order_task_without_positions_is_at_chance() -> None:
     """Measured on the 2-core CPU, one thread: test/acc 0.500, test/loss 0.6931 = ln 2 (800 steps, 32 s)."""
     result = run_trial(load_config(REPO / "experiments" / "order.yaml", ["model.pe=none"]))
     assert 0.4 <= result.metrics["test/acc"] <= 0.6, result.metrics
+
+
+def test_progress_bar_counts_steps_not_epochs(
+    tiny_cfg: TrainConfig, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Step-based training crosses epochs (96 examples / 16 = 6 batches, 13 steps): one bar of
+    max_steps optimizer steps, never Lightning's "Epoch k/-2"."""
+    cfg = tiny_cfg.override({"trainer.max_steps": 13})
+    run_trial(cfg, progress=True)
+    captured = capfd.readouterr()  # Lightning's tqdm bars write to stdout
+    err = (captured.out + captured.err).replace("\r", "\n")
+    train_lines = [line for line in err.splitlines() if line.startswith("train:")]
+    assert train_lines and "13/13" in train_lines[-1]
+    assert "Epoch" not in err
