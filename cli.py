@@ -15,9 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from ablate.errors import ConfigError
+from ablate.experiments.io import input_file
+from ablate.sweeps.cli_checks import check_options, check_preset, check_preset_name, print_outcome
+from ablate.sweeps.wandb_report import add_parser as add_wandb_report_parser
 from ablate.tables import (
     console,
     out_console,
@@ -30,6 +34,7 @@ from ablate.tables import (
 
 if TYPE_CHECKING:
     from ablate.experiments.spec import ExperimentSpec
+    from ablate.sweeps.outcome import Outcome
 
 
 EXIT_USAGE = 2
@@ -44,7 +49,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if args.config is None or args.profile is not None:
         raise ConfigError("ablate train needs a train CONFIG.yaml, or --spec EXP.yaml [--profile P]")
-    cfg = load_config(args.config, args.overrides)  # fail fast, before the heavy imports
+    cfg = load_config(input_file(args.config), args.overrides)  # fail fast, before the heavy imports
     out = Path(args.out or f"runs/train/{cfg.data.task}-{time.strftime('%Y%m%d-%H%M%S')}")
     from ablate.experiments.io import atomic_dir
 
@@ -91,24 +96,27 @@ EXPERIMENTS = Path(__file__).parent / "experiments"
 PRESETS = EXPERIMENTS / "presets"
 
 
-def _sweep_one(spec_path: Path, overrides: list[str], args: argparse.Namespace, profile: str | None) -> dict:
+def _sweep_one(
+    spec_path: Path, overrides: list[str], args: argparse.Namespace, profile: str | None
+) -> Outcome:
     from ablate.experiments.spec import load_spec
 
-    spec = load_spec(spec_path, overrides, profile=profile)
+    spec = load_spec(input_file(spec_path), overrides, profile=profile)
     return run_grid(spec, Path(args.out or "runs") / spec.name, args)
 
 
-def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> dict:
-    """``ablate sweep``'s grid with the command line's worker and W&B options; prints the summary."""
+def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> Outcome:
+    """``ablate sweep``'s grid with the command line's worker and W&B options; prints the summary
+    and returns the cell counts (the exit code)."""
     import optuna
 
     from ablate.sweeps.grid import sweep
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     console.print(
-        f"[bold]{spec.name}[/]: {len(spec.variants)} variants x {len(spec.seeds)} seeds -> {run_dir}"
+        f"[bold]{spec.name}[/]: {len(spec.variants)} variants x {len(spec.seeds)} seeds -> {escape(str(run_dir))}"
     )
-    summary = sweep(
+    summary, outcome = sweep(
         spec,
         run_dir,
         storage=args.storage,
@@ -118,18 +126,17 @@ def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> d
         grace_s=args.grace,
     )
     print_summary(summary, run_dir)
-    return summary
+    return outcome
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    _sweep_one(Path(args.spec), args.overrides, args, args.profile)
-    return 0
+    return print_outcome(console, [("", _sweep_one(Path(args.spec), args.overrides, args, args.profile))])
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     from ablate.experiments.spec import load_spec
 
-    spec = load_spec(Path(args.spec), args.overrides, profile=args.profile)
+    spec = load_spec(input_file(args.spec), args.overrides, profile=args.profile)
     if spec.search is None:
         raise ConfigError(
             f"{args.spec} has no 'search' block (search.space, trials, metric, pruner); see README"
@@ -143,16 +150,17 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.then_evaluate and spec.baseline not in variants:
         raise ConfigError(f"--then-evaluate needs the baseline {spec.baseline!r} among --variants")
     trials = spec.search.trials if args.trials is None else args.trials
-    if trials < 1:
-        raise ConfigError(f"--trials must be >= 1, got {trials}")
     import optuna
 
+    from ablate.sweeps.outcome import search_outcome
     from ablate.sweeps.search import search, tuned_spec
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     out = Path(args.out or "runs")
     run_dir = out / f"{spec.name}-search"
-    console.print(f"[bold]{spec.name}[/]: search {len(variants)} variants x {trials} trials -> {run_dir}")
+    console.print(
+        f"[bold]{spec.name}[/]: search {len(variants)} variants x {trials} trials -> {escape(str(run_dir))}"
+    )
     summary = search(
         spec,
         run_dir,
@@ -164,10 +172,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         grace_s=args.grace,
     )
     print_search(summary, run_dir)
+    outcomes = [("search" if args.then_evaluate else "", search_outcome(summary))]
     if args.then_evaluate:
         tuned = tuned_spec(spec, summary)
-        run_grid(tuned, out / tuned.name, args)
-    return 0
+        outcomes.append(("tuned grid", run_grid(tuned, out / tuned.name, args)))
+    return print_outcome(console, outcomes)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -184,12 +193,6 @@ def cmd_power(args: argparse.Namespace) -> int:
     from ablate.sweeps.grid import open_run
     from ablate.sweeps.power import power_table
 
-    if not 0 < args.power < 1 or not 0 < args.alpha < 1:
-        raise ConfigError(f"--power and --alpha must lie in (0, 1), got {args.power} and {args.alpha}")
-    if args.resamples < 10 or args.max_seeds < 3:
-        raise ConfigError(
-            f"--resamples must be >= 10 and --max-seeds >= 3, got {args.resamples}, {args.max_seeds}"
-        )
     run_dir = Path(args.run_dir)
     spec, store = open_run(run_dir, args.storage)
     table = power_table(
@@ -214,10 +217,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ablate.sweeps.compare import compare_runs
 
     out = Path(args.out or f"{args.run_a.rstrip('/')}-vs-{Path(args.run_b).name}")
-    try:
-        paths = compare_runs(Path(args.run_a), Path(args.run_b), out)
-    except FileNotFoundError as err:
-        raise ConfigError(str(err)) from None
+    paths = compare_runs(Path(args.run_a), Path(args.run_b), out)
     console.print(f"comparison: {paths['html']} and {paths['markdown']}", markup=False)
     return 0
 
@@ -232,11 +232,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 def load_preset(name: str) -> dict:
     from ablate.experiments.config import read_yaml
 
-    path = PRESETS / f"{name}.yaml"
-    if not path.is_file():
-        names = sorted(p.stem for p in PRESETS.glob("*.yaml"))
-        raise ConfigError(f"no preset {name!r}; choose one of {', '.join(names)} (ablate reproduce --list)")
-    return read_yaml(path)
+    path = check_preset_name(name, PRESETS)
+    return check_preset(path, read_yaml(path), EXPERIMENTS)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -259,12 +256,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from ablate.experiments.spec import load_spec
 
     names = [load_spec(path, args.overrides, profile=profile).name for path in specs]  # validate all first
-    for path in specs:
-        _sweep_one(path, args.overrides, args, profile)
-    if len(specs) > 1:  # one table across the preset's tasks
+    outcomes = [
+        (name, _sweep_one(path, args.overrides, args, profile))
+        for name, path in zip(names, specs, strict=True)
+    ]
+    if len(specs) > 1 and all(o.ok for _, o in outcomes):  # one table across the preset's tasks
         out = Path(args.out or "runs")
         write_aggregate([out / n for n in names], out / f"{args.name}-aggregate", args.storage)
-    return 0
+    elif len(specs) > 1:
+        console.print("no table across tasks: not every cell is complete", markup=False)
+    return print_outcome(console, outcomes if len(specs) > 1 else [("", outcomes[0][1])])
 
 
 def write_aggregate(run_dirs: list[Path], stem: Path, storage: str | None) -> None:
@@ -388,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("--profile", choices=["cpu", "gpu"], help="cpu: minutes on 2 cores; gpu: full size")
     _sweep_options(rr, default_workers=None)
     rr.set_defaults(func=cmd_reproduce)
+    add_wandb_report_parser(sub)
     return parser
 
 
@@ -402,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = [*args.overrides, *extra]
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        check_options(args)
         return func(args)
     except ConfigError as err:
         console.print(f"error: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 console = Console(stderr=True)
@@ -17,7 +18,8 @@ out_console = Console() if Console().is_terminal else Console(width=160)
 
 def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
     """One column per run (several for seed-parallel training); diverged runs are named."""
-    table = Table(title=f"{results[0][1].config.data.task}: {out}")
+    # Titles are rich markup: a path is escaped, so that a "[" in it is printed as is.
+    table = Table(title=f"{results[0][1].config.data.task}: {escape(str(out))}")
     table.add_column("metric")
     for name, _ in results:
         table.add_column(name, justify="right")
@@ -38,7 +40,7 @@ def print_summary(summary: dict, run_dir: Path) -> None:
     from ablate.sweeps.report import decimals, fmt_p, holm_line, params_text
 
     metric, baseline = summary["metric"], summary["baseline"]
-    table = Table(title=f"{summary['experiment']}: {metric} over seeds ({run_dir})")
+    table = Table(title=f"{summary['experiment']}: {metric} over seeds ({escape(str(run_dir))})")
     for col in (
         "variant",
         "n",
@@ -106,7 +108,7 @@ def print_search(summary: dict, run_dir: Path) -> None:
     from ablate.sweeps.report import params_text
 
     metric = summary["metric"]
-    table = Table(title=f"{summary['experiment']}: search on {metric} ({run_dir})")
+    table = Table(title=f"{summary['experiment']}: search on {metric} ({escape(str(run_dir))})")
     for col in ("variant", "complete", "pruned", "failed", f"best {metric}", "best parameters"):
         table.add_column(col, justify="left" if col in ("variant", "best parameters") else "right")
     for name, v in summary["variants"].items():

@@ -99,7 +99,10 @@ class DataConfig:
 
     def _check_synthetic(self) -> None:
         require(
-            self.source is None and self.subset is None and self.revision is None and self.hub_fallback is None,
+            self.source is None
+            and self.subset is None
+            and self.revision is None
+            and self.hub_fallback is None,
             f"data.source, data.subset, data.revision and data.hub_fallback apply to data.task='text', "
             f"not {self.task!r}",
         )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,11 +62,14 @@ def atomic_dir(final: str | Path) -> Iterator[Path]:
     removed, so no half-written run folder is left behind.
     """
     final = Path(final)
+    if final.exists() and not final.is_dir():
+        raise ConfigError(f"output folder {final} is a file, not a folder; choose another --out")
     if final.exists() and any(final.iterdir()):
         raise ConfigError(f"output folder {final} already exists and is not empty; choose another --out")
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.partial-"))
+        remove_stale_partials(final)
+        tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=_partial_prefix(final) + _owner() + "."))
         tmp.chmod(0o777 & ~_UMASK)  # mkdtemp makes 0700
     except OSError as err:
         raise ConfigError(f"cannot create output folder {final}: {err.strerror}") from None
@@ -76,3 +81,81 @@ def atomic_dir(final: str | Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- paths named on the command line, and what a killed process leaves behind ---------------
+
+
+def input_file(path: str | Path, what: str = "YAML file") -> Path:
+    """A file the user named: it must exist and be a file (a folder is called a folder)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder, not a {what}")
+    if not path.is_file():
+        raise ConfigError(f"file not found: {path}")
+    return path
+
+
+def output_folder(path: str | Path) -> list[Path]:
+    """Create the output folder ``path`` and its missing parents; return the folders it created,
+    outermost first. A part of the path that is a file, or a folder that cannot be created
+    (read-only, /proc), is a ConfigError naming the path."""
+    path = Path(path)
+    chain = [path, *path.parents]
+    blocker = next((p for p in chain if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise ConfigError(f"output folder {path}: {blocker} is a file, not a folder; choose another --out")
+    created = [p for p in reversed(chain) if not p.exists()]
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot create output folder {path}: {err.strerror}") from None
+    return created
+
+
+@contextlib.contextmanager
+def new_output_folder(path: str | Path) -> Iterator[Path]:
+    """``output_folder(path)`` for the body; if the body fails, the folders this call created
+    are removed again while still empty (a refused run leaves no empty run folder behind)."""
+    created = output_folder(path)
+    try:
+        yield Path(path)
+    except BaseException:
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only if empty
+        raise
+
+
+def _partial_prefix(final: Path) -> str:
+    return f".{final.name}.partial-"
+
+
+def _owner() -> str:
+    """``PID@HOST`` of this process: who owns a partial folder (host: run folders may be shared)."""
+    return f"{os.getpid()}@{socket.gethostname()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
+
+
+def remove_stale_partials(final: Path) -> list[Path]:
+    """Remove the ``.NAME.partial-PID@HOST.*`` folders beside ``final`` whose process is gone
+    (``kill -9`` skips ``atomic_dir``'s cleanup). A live owner, another host's, or a name
+    without an owner is kept. Returns what was removed."""
+    prefix = _partial_prefix(final)
+    removed = []
+    for tmp in final.parent.glob(glob.escape(prefix) + "*"):
+        pid, at, rest = tmp.name[len(prefix) :].partition("@")
+        host = rest.rpartition(".")[0]
+        if at and pid.isdigit() and host == socket.gethostname() and not _alive(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed

@@ -86,6 +86,8 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
     warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
     warnings.filterwarnings("ignore", message=".*anonymous setting has no effect.*")
+    # A non-finite loss skips its step on purpose (LitClassifier.training_step returns None).
+    warnings.filterwarnings("ignore", message=".*`training_step` returned `None`.*")
     # LitClassifier moves its own batches (lit_modules.classifier.move_batch), on purpose.
     warnings.filterwarnings("ignore", message=".*overridden `transfer_batch_to_device`.*")
 

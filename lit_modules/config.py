@@ -29,7 +29,7 @@ class ModelConfig:
         "dropout": Range(0, 1, hi_open=True),
         "attn_dropout": Range(0, 1, hi_open=True),
         "max_len": Range(1, 65536),
-        "init_std": Range(0, 1, lo_open=True),
+        "init_std": Range(0, 10, lo_open=True),
     }
 
     d_model: int = 64

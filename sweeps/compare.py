@@ -9,7 +9,6 @@ difference of two differently shaped maps has no meaning.
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,16 +16,16 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from ablate.experiments.io import output_folder
 from ablate.sweeps.report import CSS, atomic_write, figure_png, fmt, png_data_uri
+from ablate.sweeps.run_folder import read_summary
 
 TOP_K = 5
 
 
 def load_summary(run: Path) -> dict[str, Any]:
-    path = Path(run) / "summary.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"run folder {run} has no summary.json (write the report of that run first)")
-    return json.loads(path.read_text())
+    """A run folder's summary.json; a ConfigError naming the file when it is missing or not one."""
+    return read_summary(Path(run))
 
 
 def attention_changes(npz_a: Path, npz_b: Path) -> dict[str, dict[str, np.ndarray] | str]:
@@ -106,7 +105,7 @@ def compare_runs(run_a: Path, run_b: Path, out: Path) -> dict[str, Path]:
     """
     sa, sb = load_summary(run_a), load_summary(run_b)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    output_folder(out)  # a file or an unwritable place is a ConfigError naming it
     names = list(sa["variants"]) + [n for n in sb["variants"] if n not in sa["variants"]]
     medians = []
     for n in names:

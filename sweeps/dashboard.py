@@ -8,7 +8,6 @@ The dashboard reads the run folder's study (one trial per cell attempt, params
 from __future__ import annotations
 
 import errno
-import json
 import socket
 import threading
 from pathlib import Path
@@ -19,7 +18,8 @@ from optuna.storages import BaseStorage
 
 from ablate.errors import ConfigError
 from ablate.sweeps.loop import default_storage
-from ablate.sweeps.store import open_storage
+from ablate.sweeps.run_folder import read_json_object, require_study
+from ablate.sweeps.store import open_storage, storage_where
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -61,18 +61,13 @@ def open_run_storage(run_dir: Path, storage: str | None = None) -> tuple[str, Ba
     identity: a viewer should show any study the suite wrote, also one from an
     older version of the spec format, without changing it by opening it.
     """
-    spec_file = run_dir / "spec.json"
-    if not spec_file.is_file():
-        raise ConfigError(f"{run_dir} is not a sweep run folder: no spec.json (run `ablate sweep` first)")
-    name = json.loads(spec_file.read_text())["name"]
+    name = read_json_object(run_dir / "spec.json", "a sweep run folder", {"name": (str,)})["name"]
     url = storage or default_storage(run_dir)
     if url == default_storage(run_dir) and not (run_dir / "study.db").is_file():
         raise ConfigError(f"no study.db in {run_dir}; pass --storage URL if the study lives elsewhere")
     rdb = open_storage(url)
-    names = study_names(rdb)
     # A search run folder (`ablate search`) holds only `<name>.search.<variant>` studies.
-    if not any(n == name or n.startswith(f"{name}.search.") for n in names):
-        raise ConfigError(f"no study {name!r} in {url}; it holds: {', '.join(names) or 'no studies'}")
+    require_study(rdb, name, storage_where(rdb), search_too=True)
     return name, rdb
 
 
@@ -88,8 +83,8 @@ def serve(run_dir: Path, *, host: str = "127.0.0.1", port: int = 8080, storage: 
     response is being written would be logged and swallowed, and the server would keep
     running. Signals reach only the main thread, which here does nothing but wait.
     """
+    name, rdb = open_run_storage(run_dir, storage)  # the folder first: its errors say more
     check_port_free(host, port)
-    name, rdb = open_run_storage(run_dir, storage)
     import optuna_dashboard  # only this command needs it
 
     artifacts = artifact_store(run_dir)

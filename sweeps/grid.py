@@ -10,15 +10,17 @@ rerun.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 from ablate.errors import ConfigError
-from ablate.experiments.io import write_json, write_yaml
-from ablate.experiments.spec import ExperimentSpec, spec_from_resolved
+from ablate.experiments.io import new_output_folder, write_json, write_yaml
+from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.loop import default_storage, prepare_run, run_workers
-from ablate.sweeps.store import CellStore, open_store
+from ablate.sweeps.outcome import Outcome, grid_outcome
+from ablate.sweeps.run_folder import read_run_spec, require_study
+from ablate.sweeps.store import CellStore, open_storage, open_store, retry_db, storage_where
+from ablate.sweeps.study_file import file_identity, file_lost
 
 
 def collect_rows(store: CellStore) -> list[dict[str, Any]]:
@@ -98,18 +100,19 @@ def report(
 
 
 def open_run(run_dir: Path, storage: str | None = None) -> tuple[ExperimentSpec, CellStore]:
-    """Reopen a sweep's run folder (for ``ablate report`` and ``ablate power``)."""
+    """Reopen a sweep's run folder (``report``, ``power``, ``aggregate``); its study must exist."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "Using an existing study" line
-    spec_file = run_dir / "spec.json"
-    if not spec_file.is_file():
-        raise ConfigError(f"{run_dir} is not a sweep run folder: no spec.json (run `ablate sweep` first)")
-    spec = spec_from_resolved(json.loads(spec_file.read_text()))
+    spec = read_run_spec(run_dir)
     url = storage or default_storage(run_dir)
     if url == default_storage(run_dir) and not (run_dir / "study.db").is_file():
         raise ConfigError(f"no study.db in {run_dir}; pass --storage URL if the study lives elsewhere")
-    return spec, open_store(spec, url)
+    rdb = open_storage(url)
+    require_study(rdb, spec.name, storage_where(rdb))
+    return spec, retry_db(
+        f"cannot open study {spec.name!r} in {storage_where(rdb)}", lambda: CellStore(spec, rdb)
+    )
 
 
 def _run_round(
@@ -181,11 +184,14 @@ def sweep(
     use_wandb: bool = True,
     heartbeat_s: int = 10,
     grace_s: int = 30,
-) -> dict[str, Any]:
-    """Run (or resume) every cell, then report. With adaptive seeds, in rounds (sweeps/adaptive.py)."""
+) -> tuple[dict[str, Any], Outcome]:
+    """Run (or resume) every cell, then report; the summary and the cell counts (complete, failed
+    for good, missing). With adaptive seeds, in rounds (sweeps/adaptive.py)."""
     url = prepare_run(run_dir, storage, workers)
     hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
-    store = open_store(spec, url, **hb)
+    with new_output_folder(run_dir):
+        store = open_store(spec, url, create=True, **hb)
+    opened = file_identity(url)
     if spec.adaptive is not None:  # resume: the seeds earlier rounds added
         added = store.study.user_attrs.get("extra_seeds", {})
         spec = dataclasses.replace(spec, extra_seeds={v: tuple(s) for v, s in added.items()})
@@ -195,6 +201,8 @@ def sweep(
         _run_round(spec, store, run_dir, url, **opts)
         grown = _next_round(spec, store) if spec.adaptive is not None else None
         if grown is None:
-            return report(spec, store, run_dir, use_wandb=use_wandb)
+            summary = report(spec, store, run_dir, use_wandb=use_wandb)
+            outcome = grid_outcome(collect_rows(store))
+            return summary, dataclasses.replace(outcome, lost=file_lost(url, opened))
         spec = grown
         store = open_store(spec, url, **hb)

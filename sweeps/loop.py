@@ -34,6 +34,7 @@ from rich.progress import (
 
 from ablate.errors import ConfigError
 from ablate.sweeps.store import heartbeat, retry_db, sqlite_url
+from ablate.sweeps.study_file import check_storage_url, shown
 
 console = Console(stderr=True)
 W = TypeVar("W")
@@ -44,10 +45,13 @@ def default_storage(run_dir: Path) -> str:
 
 
 def prepare_run(run_dir: Path, storage: str | None, workers: int) -> str:
-    """The driver's prologue: check ``--workers``, make the run folder; the storage URL."""
+    """The driver's checks before anything is made: ``--workers`` and ``--storage`` (a bad URL or
+    a driver that is not installed); the storage URL. Open the study inside
+    ``new_output_folder(run_dir)``, so that a refused run leaves no empty run folder."""
     if workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if storage is not None:
+        check_storage_url(storage)
     return storage or default_storage(run_dir)
 
 
@@ -98,6 +102,12 @@ def work_loop(
     return done
 
 
+def worker_command(module: str, args: list[str]) -> list[str]:
+    """The command line of a worker running ``module`` with exactly the driver's code
+    (an absolute entry point and ``-P``; see sweeps/entry.py), never the current folder's."""
+    return [sys.executable, "-P", str(Path(__file__).resolve().with_name("entry.py")), module, *args]
+
+
 def _worker_env(index: int) -> dict[str, str]:
     env = dict(os.environ)
     import torch
@@ -132,7 +142,7 @@ def run_workers(
     stem = module.rsplit(".", 1)[-1]
     for i in range(workers):
         log = open(run_dir / "logs" / f"{stem}-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
-        cmd = [sys.executable, "-m", module, *worker_args]
+        cmd = worker_command(module, worker_args)
         procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i)))
     try:
         with Progress(
@@ -158,8 +168,13 @@ def run_workers(
                 p.send_signal(signal.SIGINT)
         for p in procs:
             p.wait()
-        console.print(f"interrupted: finished work is stored in {url}; run the same command again to resume")
+        console.print(
+            f"interrupted: finished work is stored in {shown(url)}; run the same command again to resume",
+            markup=False,
+        )
         raise
     bad = [p.returncode for p in procs if p.returncode not in (0,)]
-    if bad:
-        console.print(f"[yellow]{len(bad)} worker(s) exited with errors; see {run_dir / 'logs'}")
+    if bad:  # paths and URLs are printed as text: a '[' in them is not rich markup
+        console.print(
+            f"{len(bad)} worker(s) exited with errors; see {run_dir / 'logs'}", markup=False, style="yellow"
+        )

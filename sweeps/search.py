@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ablate.errors import ConfigError
-from ablate.experiments.io import write_json
+from ablate.experiments.io import new_output_folder, write_json
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.loop import prepare_run, run_workers
 from ablate.sweeps.search_store import SearchStore
@@ -68,7 +68,8 @@ def search(
     """Run (or resume) the per-variant searches; write and return ``search.json``."""
     url = prepare_run(run_dir, storage, workers)
     hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
-    store = SearchStore(spec, url, variants, trials, **hb)
+    with new_output_folder(run_dir):
+        store = SearchStore(spec, url, variants, trials, create=True, **hb)
     write_json(run_dir / "spec.json", spec.to_dict())
 
     def poll() -> tuple[int, str]:

@@ -16,12 +16,15 @@ from optuna.trial import TrialState
 from ablate.errors import ConfigError
 from ablate.experiments.search_spec import SearchSpec
 from ablate.experiments.spec import ExperimentSpec
-from ablate.sweeps.store import open_storage, retry_db, study_lock
+from ablate.sweeps.identity import changed_keys, refuse_changes
+from ablate.sweeps.store import open_storage, retry_db, storage_where, study_lock
 
 # ask/tell with heartbeats is what sweeps.store does for cells too; Optuna only expects optimize().
 warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
 # A variant whose trials failed with an error this many times is not asked again.
 MAX_ERRORS = 3
+SEARCH_KEYS = ("search", "base", "variants", "metric")
+SEARCH_WHAT = "search space, base config, variants or metric"
 
 
 def study_name(spec: ExperimentSpec, variant: str) -> str:
@@ -33,6 +36,13 @@ def search_identity(spec: ExperimentSpec) -> str:
     assert spec.search is not None
     payload = {**spec.search.to_dict(), "trials": None, "grid": spec.identity()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def search_settings(spec: ExperimentSpec) -> dict[str, Any]:
+    """The settings behind ``search_identity``, stored on the study to name what changed."""
+    assert spec.search is not None
+    grid = spec.to_dict()
+    return {"search": {**spec.search.to_dict(), "trials": None}, **{k: grid[k] for k in SEARCH_KEYS[1:]}}
 
 
 def distributions(spec: ExperimentSpec, variant: str) -> dict[str, BaseDistribution]:
@@ -73,17 +83,26 @@ def make_sampler(s: SearchSpec, n_asked: int) -> optuna.samplers.TPESampler:
 class SearchStore:
     """The per-variant search studies of one experiment in one storage."""
 
-    def __init__(self, spec: ExperimentSpec, url: str, variants: list[str], trials: int, **hb: int) -> None:
+    def __init__(
+        self,
+        spec: ExperimentSpec,
+        url: str,
+        variants: list[str],
+        trials: int,
+        *,
+        create: bool = False,
+        **hb: int,
+    ) -> None:
         if spec.search is None:
             raise ConfigError(f"experiment {spec.name!r} has no 'search' block; see README (ablate search)")
         self.spec, self.search, self.variants, self.trials = spec, spec.search, variants, trials
-        self.storage = open_storage(url, **hb)
+        self.storage = open_storage(url, create=create, **hb)
         base = spec.base.trainer
         identity = search_identity(spec)
         self.studies: dict[str, optuna.Study] = {}
         for v in variants:
             study = retry_db(
-                f"cannot open study {study_name(spec, v)!r} in {url}",
+                f"cannot open study {study_name(spec, v)!r} in {storage_where(self.storage)}",
                 lambda v=v: optuna.create_study(
                     study_name=study_name(spec, v),
                     storage=self.storage,
@@ -95,11 +114,15 @@ class SearchStore:
             found = study.user_attrs.get("identity")
             if found is None:
                 study.set_user_attr("identity", identity)
+                study.set_user_attr("settings", search_settings(spec))
                 study.set_user_attr("variant", v)
             elif found != identity:
-                raise ConfigError(
-                    f"the search study {study.study_name!r} was run with another base config, variants or "
-                    f"search space (identity {found} != {identity}); use another --out/--storage"
+                # Studies from before "settings" was stored can only be named by their hash.
+                stored = study.user_attrs.get("settings")
+                changes = changed_keys(stored, search_settings(spec), SEARCH_KEYS) if stored else []
+                where = storage_where(self.storage)
+                refuse_changes(
+                    study.study_name, where, changes, f"identity {found} != {identity}", SEARCH_WHAT
                 )
             self.studies[v] = study
 

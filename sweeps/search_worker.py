@@ -5,7 +5,6 @@ the validation metric during training."""
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import time
@@ -19,8 +18,8 @@ from optuna_integration import PyTorchLightningPruningCallback
 
 from ablate.errors import ConfigError
 from ablate.experiments.run import run_trial
-from ablate.experiments.spec import spec_from_resolved
 from ablate.sweeps.loop import heartbeats, work_loop
+from ablate.sweeps.run_folder import read_run_spec
 from ablate.sweeps.search_store import SearchStore
 from ablate.sweeps.stats import objective
 
@@ -110,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s[%(process)d] %(message)s")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    spec = spec_from_resolved(json.loads((Path(args.run_dir) / "spec.json").read_text()))
+    spec = read_run_spec(Path(args.run_dir))
     store = SearchStore(
         spec,
         args.storage,

@@ -32,6 +32,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ablate.errors import ConfigError
 from ablate.experiments.spec import ExperimentSpec
+from ablate.sweeps.identity import changed_keys, refuse_changes
+from ablate.sweeps.study_file import prepare_study_file, shown
 
 # Heartbeats and fail_stale_trials are marked experimental but are the documented way.
 warnings.filterwarnings("ignore", category=ExperimentalWarning)
@@ -64,14 +66,21 @@ def retry_db(what: str, fn: Callable[[], T], attempts: int = 5) -> T:
     raise AssertionError("unreachable")
 
 
-def open_storage(url: str, *, heartbeat_interval: int = 10, grace_period: int = 30) -> RDBStorage:
-    """An RDB storage with heartbeats; SQLite gets serialized write transactions."""
+def open_storage(
+    url: str, *, create: bool = False, heartbeat_interval: int = 10, grace_period: int = 30
+) -> RDBStorage:
+    """An RDB storage with heartbeats; SQLite gets serialized write transactions.
+
+    The URL and its driver are checked first; a SQLite study file must be a valid Optuna
+    study, and is created (complete, see sweeps/study_file.py) only when ``create``.
+    """
+    prepare_study_file(url, create=create)
     is_sqlite = url.startswith("sqlite")
     kwargs = (
         {"connect_args": {"timeout": 120, "isolation_level": None}} if is_sqlite else {"pool_pre_ping": True}
     )
     storage = retry_db(
-        f"cannot open study storage {url}",
+        f"cannot open study storage {shown(url)}",
         lambda: RDBStorage(
             url, engine_kwargs=kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period
         ),
@@ -82,11 +91,19 @@ def open_storage(url: str, *, heartbeat_interval: int = 10, grace_period: int = 
 
 
 def open_store(
-    spec: ExperimentSpec, url: str, *, heartbeat_interval: int = 10, grace_period: int = 30
+    spec: ExperimentSpec,
+    url: str,
+    *,
+    create: bool = False,
+    heartbeat_interval: int = 10,
+    grace_period: int = 30,
 ) -> CellStore:
-    """The experiment's cell store on ``url``, created if needed (safe to race)."""
-    storage = open_storage(url, heartbeat_interval=heartbeat_interval, grace_period=grace_period)
-    return retry_db(f"cannot open study {spec.name!r} in {url}", lambda: CellStore(spec, storage))
+    """The experiment's cell store on ``url``; its study is created if needed (safe to race), and
+    with ``create`` also a missing SQLite study file."""
+    storage = open_storage(
+        url, create=create, heartbeat_interval=heartbeat_interval, grace_period=grace_period
+    )
+    return retry_db(f"cannot open study {spec.name!r} in {shown(url)}", lambda: CellStore(spec, storage))
 
 
 @contextlib.contextmanager
@@ -113,6 +130,11 @@ def study_lock(storage: RDBStorage, name: str, ttl: float = LOCK_TTL_S) -> Itera
     finally:
         with contextlib.suppress(KeyError):
             storage.delete_study(lock_id)
+
+
+def storage_where(storage: RDBStorage) -> str:
+    """The storage as the user named it, without a password."""
+    return storage.engine.url.render_as_string(hide_password=True)
 
 
 def cell_key(variant: str, seed: int) -> str:
@@ -148,17 +170,16 @@ class CellStore:
         if "identity" not in attrs:
             self.study.set_user_attr("identity", identity)
             self.study.set_user_attr("spec", spec.to_dict())
-        elif attrs["identity"] != identity:
-            raise ConfigError(
-                f"the study {spec.name!r} in this storage was run with a different base config or "
-                f"variants (identity {attrs['identity']} != {identity}); use another --out/--storage, "
-                f"or the same overrides as before"
-            )
-        else:
-            # Seeds may grow between runs; remember the widest list.
-            seeds = sorted(set(attrs["spec"]["seeds"]) | set(spec.seeds))
-            if seeds != sorted(attrs["spec"]["seeds"]):
-                self.study.set_user_attr("spec", {**spec.to_dict(), "seeds": seeds})
+            return
+        # Named key by key; the direction is not in the identity hash, but a study's direction is fixed.
+        changes = changed_keys(attrs["spec"], spec.to_dict())
+        if attrs["identity"] != identity or changes:
+            where = storage_where(storage)
+            refuse_changes(spec.name, where, changes, f"identity {attrs['identity']} != {identity}")
+        # Seeds may grow between runs; remember the widest list.
+        seeds = sorted(set(attrs["spec"]["seeds"]) | set(spec.seeds))
+        if seeds != sorted(attrs["spec"]["seeds"]):
+            self.study.set_user_attr("spec", {**spec.to_dict(), "seeds": seeds})
 
     def states(self) -> dict[str, CellState]:
         trials = self.study.get_trials(deepcopy=False)

@@ -25,6 +25,7 @@ import yaml
 
 from ablate.errors import ConfigError, require
 from ablate.experiments.config import TrainConfig, parse_overrides
+from ablate.experiments.io import input_file
 from ablate.experiments.search_spec import ParamSpace, SearchSpec
 from ablate.experiments.spec import ExperimentSpec, load_spec
 from ablate.sweeps import wandb_glue
@@ -73,7 +74,9 @@ def sweep_config(
         parameters.update({key: wandb_parameter(p) for key, p in spec.search.space.items()})
         metric, goal = spec.search.metric, spec.search.direction
         early = early_terminate(spec.search)
-    command = ["${env}", "${interpreter}", "-m", "ablate", "train", "--spec", spec_path]
+    # -P: the agent's current folder is not put on sys.path, so a folder holding its own
+    # ``ablate/`` package cannot replace the installed one (as for ablate sweep's workers).
+    command = ["${env}", "${interpreter}", "-P", "-m", "ablate", "train", "--spec", spec_path]
     command += ["--profile", profile] if profile else []
     command += ["--no-progress", *overrides, "${args_no_hyphens}"]
     config: dict[str, Any] = {
@@ -91,7 +94,7 @@ def sweep_config(
 
 
 def sweep_yaml(spec_path: str, *, method: str, profile: str | None, overrides: list[str]) -> str:
-    spec = load_spec(spec_path, overrides, profile=profile)  # validates every variant first
+    spec = load_spec(input_file(spec_path), overrides, profile=profile)  # validates every variant first
     config = sweep_config(spec, spec_path, method=method, profile=profile, overrides=overrides)
     return yaml.safe_dump(config, sort_keys=False)
 
@@ -180,13 +183,13 @@ def cell_from_args(spec: ExperimentSpec, args: list[str]) -> tuple[str, int, Tra
 def train_cell(
     spec_path: str, args: list[str], *, profile: str | None, out: str | None, progress: bool
 ) -> tuple[Path, TrialResult]:
-    """Train one cell of a spec into ``out``, logged as a W&B run grouped by variant.
+    """Train one cell of a spec into ``out``, logged as a W&B run grouped by ``<experiment>/<variant>``.
 
     Under ``wandb agent`` the run attaches to the agent's sweep run (W&B sets
     ``WANDB_SWEEP_ID``/``WANDB_RUN_ID``); offline it is an offline run in
     ``out/wandb``. Returns the output folder and the ``TrialResult``.
     """
-    spec = load_spec(spec_path, profile=profile)
+    spec = load_spec(input_file(spec_path), profile=profile)
     variant, seed, cfg = cell_from_args(spec, args)
     from ablate.experiments.io import atomic_dir
     from ablate.experiments.run import check_lengths, run_trial

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import shutil
 import sys
@@ -21,9 +20,10 @@ from optuna.trial import TrialState
 
 from ablate.experiments.io import atomic_dir
 from ablate.experiments.run import run_cells
-from ablate.experiments.spec import ExperimentSpec, spec_from_resolved
+from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps import wandb_glue
 from ablate.sweeps.loop import heartbeats, work_loop
+from ablate.sweeps.run_folder import read_run_spec
 from ablate.sweeps.stats import objective
 from ablate.sweeps.store import CellStore, open_store
 
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s[%(process)d] %(message)s")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     run_dir = Path(args.run_dir)
-    spec = spec_from_resolved(json.loads((run_dir / "spec.json").read_text()))
+    spec = read_run_spec(run_dir)
     try:
         work(
             spec,

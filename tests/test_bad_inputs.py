@@ -78,7 +78,9 @@ CASES: dict[str, Case] = {
     "lr-negative": Case(["optim.lr=-1"], ["optim.lr=-1.0 is out of range; valid: (0, 1]"]),
     "dropout-above-one": Case(["model.dropout=1.5"], ["model.dropout=1.5 is out of range; valid: [0, 1)"]),
     "batch-size-zero": Case(["data.batch_size=0"], ["data.batch_size=0 is out of range; valid: [1, 65536]"]),
-    "warmup-ratio-one": Case(["optim.warmup_ratio=1"], ["optim.warmup_ratio=1.0 is out of range; valid: [0, 1)"]),
+    "warmup-ratio-one": Case(
+        ["optim.warmup_ratio=1"], ["optim.warmup_ratio=1.0 is out of range; valid: [0, 1)"]
+    ),
     "min-len-above-max-len": Case(["data.min_len=9"], ["data.min_len=9 is larger than data.max_len=7"]),
     "learned-pe-too-short": Case(
         ["model.pe=learned", "model.max_len=6"],

@@ -76,4 +76,4 @@ def test_power_command_on_a_sweep(tmp_path: Path) -> None:
     assert entry["pilot_seeds"] == 3 and entry["test"] == "paired-permutation"
     assert [p["seeds"] for p in entry["curve"]][0] == 3 and "no_pe" in proc.stdout
     bad = subprocess.run(ablate_cmd("power", str(run_dir), "--power", "1.5"), capture_output=True, text=True)
-    assert bad.returncode == 2 and "--power and --alpha must lie in (0, 1)" in bad.stderr
+    assert bad.returncode == 2 and "--power=1.5 is out of range; valid: (0, 1)" in bad.stderr

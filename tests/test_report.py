@@ -271,5 +271,5 @@ def test_compare_shape_mismatch_and_missing_summary(tmp_path: Path) -> None:
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(FileNotFoundError, match="empty"):
+    with pytest.raises(ConfigError, match="empty"):
         compare_runs(a, empty, tmp_path / "out2")

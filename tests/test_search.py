@@ -169,7 +169,7 @@ def trials_of(storage, variant: str) -> list:
     [
         (["--variants", "baseline,nope"], "choose distinct names among baseline, no_warmup"),
         (["--variants", "no_warmup", "--then-evaluate"], "needs the baseline 'baseline'"),
-        (["--trials", "0"], "--trials must be >= 1"),
+        (["--trials", "0"], "--trials=0 is out of range; valid: [1, 100000]"),
     ],
 )
 def test_search_bad_arguments(

@@ -79,8 +79,8 @@ def test_grid_yaml_is_the_ablation_grid(tmp_path: Path, capsys: pytest.CaptureFi
     }
     assert "early_terminate" not in printed
     command = printed["command"]
-    assert command[:7] == ["${env}", "${interpreter}", "-m", "ablate", "train", "--spec", str(path)]
-    assert command[7:] == ["--profile", "cpu", "--no-progress", "optim.lr=0.002", "${args_no_hyphens}"]
+    assert command[:8] == ["${env}", "${interpreter}", "-P", "-m", "ablate", "train", "--spec", str(path)]
+    assert command[8:] == ["--profile", "cpu", "--no-progress", "optim.lr=0.002", "${args_no_hyphens}"]
 
 
 @pytest.mark.parametrize("method", ["random", "bayes"])
@@ -115,16 +115,20 @@ def test_other_pruners(tmp_path: Path, pruner: str, expected: dict | None) -> No
 
 def test_choices_read_back_after_the_agent_writes_them(tmp_path: Path) -> None:
     """W&B writes ``str(value)``: None and YAML-1.1 words must still arrive as themselves."""
-    search = {"space": {"data.source": {"choices": [None, "off"]}, "optim.eps": {"choices": [1e-5]}}}
+    space = {"data.cache_dir": {"choices": [None]}, "data.text_column": {"choices": ["off", "on"]}}
+    search = {"space": {**space, "optim.eps": {"choices": [1e-5]}}}
     spec = load_spec(write_spec(tmp_path, search=search))
     params = sweep_config(spec, "tiny.yaml", method="random", profile=None, overrides=[])["parameters"]
-    assert params["data.source"] == {"values": ["null", '"off"']}
-    for wire, source in zip(params["data.source"]["values"], [None, "off"], strict=True):
-        drawn = {"variant": "no_pe", "seed": 1, "data.source": wire, "optim.eps": 1e-5}
+    assert params["data.cache_dir"] == {"values": ["null"]}
+    assert params["data.text_column"] == {"values": ['"off"', '"on"']}
+    for wire, column in zip(params["data.text_column"]["values"], ["off", "on"], strict=True):
+        drawn = {"variant": "no_pe", "seed": 1, "data.cache_dir": "null", "data.text_column": wire}
+        drawn["optim.eps"] = 1e-5
         argv = create_sweep_command_args({"args": {k: {"value": v} for k, v in drawn.items()}})
         assert "optim.eps=1e-05" in argv["args_no_hyphens"]  # str(1e-5): a string to YAML 1.1
         _, _, cfg = cell_from_args(spec, argv["args_no_hyphens"])
-        assert (cfg.data.source, cfg.optim.eps, cfg.model.pe, cfg.seed) == (source, 1e-5, "none", 1)
+        assert (cfg.data.cache_dir, cfg.data.text_column, cfg.optim.eps) == (None, column, 1e-5)
+        assert (cfg.model.pe, cfg.seed) == ("none", 1)
 
 
 def test_variant_keeps_its_own_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
