@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from rich.markup import escape
 from rich.table import Table
 
@@ -42,14 +43,19 @@ EXIT_USAGE = 2
 
 def cmd_train(args: argparse.Namespace) -> int:
     if args.spec is not None:
-        out, result = _train_spec_cell(args)
-        print_results(out, [("value", result)])
+        trained = _train_spec_cell(args)  # None: --print-config
+        if trained is not None:
+            out, result = trained
+            print_results(out, [("value", result)])
         return 0
     from ablate.experiments.config import load_config
 
     if args.config is None or args.profile is not None:
         raise ConfigError("ablate train needs a train CONFIG.yaml, or --spec EXP.yaml [--profile P]")
     cfg = load_config(input_file(args.config), args.overrides)  # fail fast, before the heavy imports
+    if args.print_config:
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
+        return 0
     out = Path(args.out or f"runs/train/{cfg.data.task}-{time.strftime('%Y%m%d-%H%M%S')}")
     from ablate.experiments.io import atomic_dir
 
@@ -72,7 +78,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any]:
+def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any] | None:
     """``train --spec EXP.yaml variant=NAME [seed=N] [key=value ...]``: what ``wandb agent`` runs."""
     from ablate.sweeps.wandb_sweep import train_cell
 
@@ -80,6 +86,13 @@ def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any]:
     if args.config is not None and "=" not in args.config:
         raise ConfigError(f"give a train CONFIG ({args.config}) or --spec {args.spec}, not both")
     cell_args = [args.config, *args.overrides] if args.config else args.overrides
+    if args.print_config:
+        from ablate.experiments.spec import load_spec
+        from ablate.sweeps.wandb_sweep import cell_from_args
+
+        _, _, cfg = cell_from_args(load_spec(input_file(args.spec), profile=args.profile), cell_args)
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
+        return None
     return train_cell(args.spec, cell_args, profile=args.profile, out=args.out, progress=not args.no_progress)
 
 
@@ -301,8 +314,18 @@ def _sweep_options(p: argparse.ArgumentParser, default_workers: int | None = 1) 
     p.add_argument("--grace", type=int, default=30, help="seconds without heartbeat before a cell is rerun")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("transformer-ablate")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ablate", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"ablate {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train and evaluate one configuration")
     train.add_argument(
@@ -319,6 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(what wandb agent runs; default --out runs/<name>/wandb-sweep/<variant>-s<seed>-<time>)",
     )
     train.add_argument("--profile", help="with --spec: apply the spec's named profile to the base")
+    train.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved config (YAML) and exit; trains nothing",
+    )
     train.set_defaults(func=cmd_train)
 
     ws = sub.add_parser("wandb-sweep", help="print a W&B sweep configuration (YAML) for an experiment")

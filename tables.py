@@ -34,6 +34,7 @@ def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
                 f"[yellow]{name}: run diverged (non-finite loss) at step {result.steps}; "
                 "recorded in metrics.json"
             )
+    print_folder(out)
 
 
 def print_summary(summary: dict, run_dir: Path) -> None:
@@ -102,6 +103,12 @@ def print_summary(summary: dict, run_dir: Path) -> None:
     for name, params in (summary.get("tuned") or {}).items():
         console.print(f"tuned {name}: {params_text(params)}", markup=False)
     console.print(f"report: {run_dir / 'report.html'}", markup=False)
+    print_folder(run_dir)
+
+
+def print_folder(folder: Path) -> None:
+    """The output folder, absolute, alone on a stdout line: what a script reads after a command."""
+    print(Path(folder).resolve(), flush=True)
 
 
 def print_search(summary: dict, run_dir: Path) -> None:
@@ -116,6 +123,7 @@ def print_search(summary: dict, run_dir: Path) -> None:
         best = "-" if v["best_value"] is None else f"{v['best_value']:.4f}"
         table.add_row(name, str(v["complete"]), str(v["pruned"]), str(v["errors"]), best, params or "-")
     out_console.print(table)
+    print_folder(run_dir)
 
 
 def print_power(table: dict, run_dir: Path) -> None:
@@ -134,6 +142,7 @@ def print_power(table: dict, run_dir: Path) -> None:
     console.print(
         f"power: {run_dir / 'power.json'} ({table['resamples']} resamples per seed count)", markup=False
     )
+    print_folder(run_dir)
 
 
 def print_aggregate(agg: dict) -> None:

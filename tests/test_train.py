@@ -226,3 +226,21 @@ def test_progress_bar_counts_steps_not_epochs(
     train_lines = [line for line in err.splitlines() if line.startswith("train:")]
     assert train_lines and "13/13" in train_lines[-1]
     assert "Epoch" not in err
+
+
+def test_version_print_config_and_the_output_folder_line(
+    tmp_path: Path, tiny_config: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ablate import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.startswith("ablate 0.")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["train", str(tiny_config), "model.pe=none", "seed=4", "--print-config"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed == load_config(tiny_config, ["model.pe=none", "seed=4"]).to_dict()
+    assert sorted(os.listdir(tmp_path)) == ["tiny.yaml"]  # printed, trained nothing
+    assert cli.main(["train", str(tiny_config), "--out", "out", "--no-progress"]) == 0
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last == str((tmp_path / "out").resolve())  # the absolute output folder, on its own line
