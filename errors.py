@@ -8,9 +8,13 @@ a ``Literal`` field's valid values from its annotation, so messages and docs can
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import os
+import sys
 import typing
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, get_args, get_origin
 
 
@@ -48,9 +52,15 @@ def _bound(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
+@functools.cache
+def type_hints(cls: type) -> dict[str, object]:
+    """``typing.get_type_hints`` of a config class, once per class (it parses the annotations)."""
+    return typing.get_type_hints(cls)
+
+
 def choices(cls: type, name: str) -> tuple | None:
     """The allowed values of a ``Literal`` field, or None for other fields."""
-    hint = typing.get_type_hints(cls)[name]
+    hint = type_hints(cls)[name]
     if get_origin(hint) is Literal:
         return get_args(hint)
     return None
@@ -64,13 +74,13 @@ def validate_fields(obj: object) -> None:
     for name, interval in getattr(cls, "RANGES", {}).items():
         value = getattr(obj, name)
         if value is not None and value not in interval:
-            raise ConfigError(f"{prefix}.{name}={value!r} is out of range; valid: {interval}")
+            raise ConfigError(f"{prefix}.{name}={short(value)} is out of range; valid: {interval}")
 
 
 def numeric_fields(cls: type) -> list[str]:
     """The int and float fields of a config dataclass (bools excluded): each needs a Range."""
     out = []
-    for name, hint in typing.get_type_hints(cls).items():
+    for name, hint in type_hints(cls).items():
         types = set(get_args(hint) or (hint,))
         if types & {int, float} and name in {f.name for f in dataclasses.fields(cls)}:
             out.append(name)
@@ -79,7 +89,7 @@ def numeric_fields(cls: type) -> list[str]:
 
 def _check_types(obj: object) -> None:
     cls = type(obj)
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     prefix = getattr(cls, "SECTION", cls.__name__)
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
@@ -96,7 +106,9 @@ def _check_types(obj: object) -> None:
         if type(None) in types and value is None:
             continue
         if float in types and isinstance(value, int) and not isinstance(value, bool):
-            object.__setattr__(obj, f.name, float(value))
+            # An int beyond the float range stays an int: the range check reports it.
+            if abs(value) <= sys.float_info.max:
+                object.__setattr__(obj, f.name, float(value))
             continue
         if float in types and isinstance(value, str):
             # PyYAML reads "1e-3" as a string (YAML 1.1); accept it as a float.
@@ -116,6 +128,25 @@ def _type_name(hint: object) -> str:
     if args:
         return " or ".join(getattr(a, "__name__", str(a)).replace("NoneType", "null") for a in args)
     return getattr(hint, "__name__", str(hint))
+
+
+def short(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters for messages (a 400-digit int, a long path)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 15]}... ({len(text)} chars)"
+
+
+def user_path(value: str, key: str) -> Path:
+    """A path the user wrote, ``~`` expanded like a shell (``~nobody`` stays as typed), checked
+    for what the OS refuses outright: a NUL byte, a name longer than the file system allows."""
+    if "\0" in value:
+        raise ConfigError(f"{key}: the path {short(value)} contains a NUL byte")
+    path = Path(os.path.expanduser(value))
+    try:
+        path.exists()
+    except OSError as err:  # ENAMETOOLONG and the like; not-found is no error here
+        raise ConfigError(f"{key}: cannot use the path {short(value)}: {err.strerror}") from None
+    return path
 
 
 def require(cond: bool, message: str) -> None:

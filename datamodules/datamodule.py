@@ -25,6 +25,7 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, S
 from ablate.datamodules import text
 from ablate.datamodules.config import DataConfig
 from ablate.datamodules.tasks import TASKS
+from ablate.errors import user_path
 
 CACHE_VERSION = 3  # bump when generators, the label rules or the cache layout change
 # Fields that only affect batching, not the data; everything else keys the cache.
@@ -33,7 +34,7 @@ _NOT_IN_KEY = ("batch_size", "num_workers", "cache_dir")
 
 def cache_root(cfg: DataConfig) -> Path:
     root = cfg.cache_dir or os.environ.get("ABLATE_CACHE") or "~/.cache/ablate/data"
-    return Path(root).expanduser()
+    return user_path(root, "data.cache_dir" if cfg.cache_dir else "the data cache")
 
 
 def _cache_setting(cfg: DataConfig, root: Path) -> str:

@@ -22,7 +22,7 @@ import huggingface_hub.utils
 import numpy as np
 
 from ablate.datamodules.config import DataConfig
-from ablate.errors import ConfigError
+from ablate.errors import ConfigError, user_path
 
 EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".parquet")
 SPLIT_NAMES = {"train": ("train",), "validation": ("validation", "dev", "valid"), "test": ("test",)}
@@ -103,7 +103,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def resolve(source: str) -> Path | None:
     """The local file or folder ``source`` names (relative to the cwd, else to the repository
     root), or None for a hub name."""
-    path = Path(source).expanduser()
+    path = user_path(source, "data.source")
     for candidate in (path, REPO_ROOT / path):
         if candidate.exists():
             found = candidate.resolve()

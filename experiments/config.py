@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 
 from ablate.datamodules.config import DataConfig
-from ablate.errors import ConfigError, Range, require, validate_fields
+from ablate.errors import ConfigError, Range, require, short, user_path, validate_fields
 from ablate.lit_modules.config import ModelConfig, OptimConfig
 
 # Seeds reach numpy and Lightning, which take unsigned 32-bit seeds.
@@ -214,7 +214,7 @@ def as_mapping(value: Any, place: str) -> dict[str, Any]:
         return {}
     require(
         isinstance(value, dict),
-        f"{place} must be a mapping (key: value), got {type(value).__name__} {_short(value)}",
+        f"{place} must be a mapping (key: value), got {type(value).__name__} {short(value)}",
     )
     for key in value:
         require(
@@ -236,11 +236,6 @@ def require_number(value: Any, key: str, interval: Range, *, integer: bool = Tru
     return value
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def parse_overrides(
     overrides: list[str] | tuple[str, ...] | dict[str, Any] | None, place: str = "overrides"
 ) -> dict[str, Any]:
@@ -250,7 +245,7 @@ def parse_overrides(
         return dict(as_mapping(overrides, place))
     require(
         isinstance(overrides, (list, tuple)),
-        f"{place} must be a mapping or a list of key=value, got {type(overrides).__name__} {_short(overrides)}",
+        f"{place} must be a mapping or a list of key=value, got {type(overrides).__name__} {short(overrides)}",
     )
     out: dict[str, Any] = {}
     given: dict[str, str] = {}  # key -> the item that set it, for the duplicate message
@@ -271,6 +266,8 @@ def parse_overrides(
             out[key] = yaml.safe_load(text) if text.strip() else ""
         except yaml.YAMLError as err:
             raise ConfigError(f"override {item!r}: cannot parse the value: {err}") from None
+        except RecursionError:  # PyYAML's composer recurses once per nesting level
+            raise ConfigError(f"override {short(item)}: nested too deeply to parse") from None
     return out
 
 
@@ -308,7 +305,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 def read_yaml(path: str | Path) -> Any:
     """Read a YAML file, turning a missing or malformed file into a ConfigError."""
-    path = Path(path)
+    path = user_path(str(path), "YAML file")
     require(not path.is_dir(), f"{path} is a folder; give a YAML file")
     if not path.is_file():
         raise ConfigError(f"file not found: {path}")
@@ -316,6 +313,8 @@ def read_yaml(path: str | Path) -> Any:
         return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
         raise ConfigError(f"cannot read YAML file {path}: {err}") from None
+    except RecursionError:  # PyYAML's composer recurses once per nesting level
+        raise ConfigError(f"cannot read YAML file {path}: nested too deeply") from None
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
@@ -376,7 +375,7 @@ def _hub_fallback(data: dict[str, Any]) -> dict[str, Any]:
 def _absolute(key: str, value: Any, folder: Path) -> Any:
     if not isinstance(value, str) or not value.strip():
         return value  # not a path: the field's type check reports it
-    path = Path(folder, Path(value).expanduser())
+    path = Path(folder, user_path(value, key))
     if key == "data.source" and not _names_local(value, path):
         return value  # a hub name such as stanfordnlp/sst2
     return os.path.abspath(path)  # normalizes "..", keeps symlinks as written

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ablate.errors import ConfigError
+from ablate.errors import ConfigError, user_path
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -88,7 +88,7 @@ def atomic_dir(final: str | Path) -> Iterator[Path]:
 
 def input_file(path: str | Path, what: str = "YAML file") -> Path:
     """A file the user named: it must exist and be a file (a folder is called a folder)."""
-    path = Path(path)
+    path = user_path(str(path), what)
     if path.is_dir():
         raise ConfigError(f"{path} is a folder, not a {what}")
     if not path.is_file():
@@ -100,7 +100,7 @@ def output_folder(path: str | Path) -> list[Path]:
     """Create the output folder ``path`` and its missing parents; return the folders it created,
     outermost first. A part of the path that is a file, or a folder that cannot be created
     (read-only, /proc), is a ConfigError naming the path."""
-    path = Path(path)
+    path = user_path(str(path), "output folder")
     chain = [path, *path.parents]
     blocker = next((p for p in chain if p.exists() and not p.is_dir()), None)
     if blocker is not None:

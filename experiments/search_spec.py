@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -127,7 +128,7 @@ def _param_space(key: str, raw: Any, base: TrainConfig, where: str, folder: Path
         numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (low, high))
         require(numeric, f"{where}search.space.{key} needs numeric low and high, got {raw!r}")
         require(
-            math.isfinite(low) and math.isfinite(high),
+            all(abs(x) <= sys.float_info.max and math.isfinite(x) for x in (low, high)),
             f"{where}search.space.{key}: low={low} and high={high} must be finite",
         )
         require(low < high, f"{where}search.space.{key}: low={low} must be below high={high}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ablate.errors import ConfigError, require
+from ablate.errors import ConfigError, require, user_path
 from ablate.experiments.config import (
     TrainConfig,
     absolute_paths,
@@ -252,7 +252,7 @@ def _base(value: Any, folder: Path, where: str) -> TrainConfig:
     """``base:``, a train config inline or a path to one: relative to the spec's folder, and the
     base file's own relative paths relative to its folder."""
     if isinstance(value, str):
-        path = folder / Path(value).expanduser()
+        path = folder / user_path(value, f"{where}base")
         value, folder = read_yaml(path), path.parent
     require(isinstance(value, dict), f"{where}base must be a train config mapping or a path to one")
     return TrainConfig.from_dict(absolute_sections(value, folder))
