@@ -35,6 +35,7 @@ from ablate.tables import (
 
 if TYPE_CHECKING:
     from ablate.experiments.spec import ExperimentSpec
+    from ablate.sweeps.launcher import Launcher
     from ablate.sweeps.outcome import Outcome
 
 
@@ -125,6 +126,7 @@ def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> O
 
     from ablate.sweeps.grid import sweep
 
+    launcher = _launcher(args, run_dir)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     console.print(
         f"[bold]{spec.name}[/]: {len(spec.variants)} variants x {len(spec.seeds)} seeds -> {escape(str(run_dir))}"
@@ -137,9 +139,22 @@ def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> O
         use_wandb=not args.no_wandb,
         heartbeat_s=args.heartbeat,
         grace_s=args.grace,
+        launcher=launcher,
     )
     print_summary(summary, run_dir)
     return outcome
+
+
+def _launcher(args: argparse.Namespace, run_dir: Path) -> Launcher:
+    """``--launcher``/``--slurm``, checked before anything is written (``search --then-evaluate``
+    has no launcher options: its grid runs as processes)."""
+    from ablate.sweeps.launcher import check_launcher
+    from ablate.sweeps.study_file import check_storage_url
+
+    storage_file = check_storage_url(args.storage) if args.storage else run_dir / "study.db"
+    return check_launcher(
+        getattr(args, "launcher", "processes"), getattr(args, "slurm", None), run_dir, storage_file
+    )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -307,11 +322,31 @@ def _sweep_options(p: argparse.ArgumentParser, default_workers: int | None = 1) 
         default=default_workers,
         help=f"worker processes on this machine (default {default_workers or 'one per GPU or CPU core'})",
     )
-    p.add_argument("--storage", help="Optuna storage URL (default sqlite in the run folder)")
+    p.add_argument(
+        "--storage",
+        help="Optuna storage: a database URL, or journal:PATH (one file on a shared file system, "
+        "no server); default sqlite in the run folder",
+    )
     p.add_argument("--out", help="parent folder of the run folder (default runs/)")
     p.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
     p.add_argument("--heartbeat", type=int, default=10, help="seconds between worker heartbeats")
     p.add_argument("--grace", type=int, default=30, help="seconds without heartbeat before a cell is rerun")
+
+
+def _launcher_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--launcher",
+        choices=["processes", "local", "slurm"],
+        default="processes",
+        help="where the --workers workers run: processes on this machine (default), a SLURM job "
+        "array through submitit (slurm), or submitit's local executor (local)",
+    )
+    p.add_argument(
+        "--slurm",
+        metavar="KEY=VALUE,...",
+        help="with --launcher slurm: submitit's job parameters, e.g. "
+        "partition=gpu,gpus_per_node=1,timeout_min=120,array_parallelism=8",
+    )
 
 
 def _version() -> str:
@@ -360,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("spec", help="experiment spec YAML (name, base, variants, seeds, ...)")
     sw.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
     _sweep_options(sw)
+    _launcher_options(sw)
     sw.set_defaults(func=cmd_sweep)
 
     se = sub.add_parser(
@@ -416,6 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("--list", action="store_true", help="list the presets")
     rr.add_argument("--profile", choices=["cpu", "gpu"], help="cpu: minutes on 2 cores; gpu: full size")
     _sweep_options(rr, default_workers=None)
+    _launcher_options(rr)
     rr.set_defaults(func=cmd_reproduce)
     add_wandb_report_parser(sub)
     return parser

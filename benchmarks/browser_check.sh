@@ -15,7 +15,7 @@ out=${2:-/tmp/browser_check}
 root="$(cd "$(dirname "$0")/.." && pwd)"
 python="$root/.venv/bin/python"
 
-browser=$(command -v chromium || command -v chromium-browser || true)
+browser=$(command -v chromium || command -v chromium-browser || command -v chromium-headless-shell || true)
 if [[ -z $browser ]]; then
     echo "error: chromium not found; install it with: apt-get install -y chromium" >&2
     exit 1

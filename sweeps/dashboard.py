@@ -1,8 +1,10 @@
 """``ablate dashboard``: review a sweep locally in optuna-dashboard, no cloud needed.
 
-The dashboard reads the run folder's study (one trial per cell attempt, params
-``variant``/``seed``, metrics as user attrs) and, when the run folder has an
-``artifacts/`` store, the heatmaps uploaded for the heatmap seeds.
+The dashboard reads the run folder's study: the objective named by the spec's metric,
+report.md as the study note, report.html and metric.png as study artifacts, and one trial per
+cell attempt (params ``variant``/``seed``; scalar user attributes: each metric, ``diverged``,
+``wall_s``, ``override.<key>``; artifacts: ``config.yaml`` and the heatmap seeds' heatmaps),
+all written through sweeps/study_views.py into the run folder's ``artifacts/`` store.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def check_port_free(host: str, port: int) -> None:
 
 
 def artifact_store(run_dir: Path) -> FileSystemArtifactStore | None:
-    """The heatmaps' artifact store, or None when no cell archived heatmaps yet."""
+    """The run folder's artifact store, or None before any cell or report has written one."""
     folder = run_dir / "artifacts"
     return FileSystemArtifactStore(str(folder)) if folder.is_dir() else None
 
@@ -94,7 +96,7 @@ def serve(run_dir: Path, *, host: str = "127.0.0.1", port: int = 8080, storage: 
     print(f"optuna-dashboard for {name!r}: http://{host}:{port}/dashboard/", flush=True)
     print(f"studies: {', '.join(study_names(rdb))}", flush=True)
     if artifacts is None:
-        print(f"no heatmap artifacts in {run_dir / 'artifacts'} (no heatmap seed has finished)", flush=True)
+        print(f"no artifacts in {run_dir / 'artifacts'} (no cell has finished yet)", flush=True)
     print("Ctrl-C stops the server", flush=True)
     thread.start()
     try:

@@ -16,6 +16,7 @@ from typing import Any
 from ablate.errors import ConfigError
 from ablate.experiments.io import new_output_folder, write_json, write_yaml
 from ablate.experiments.spec import ExperimentSpec
+from ablate.sweeps.launcher import Launcher
 from ablate.sweeps.loop import default_storage, prepare_run, run_workers
 from ablate.sweeps.outcome import Outcome, grid_outcome
 from ablate.sweeps.run_folder import read_run_spec, require_study
@@ -25,6 +26,8 @@ from ablate.sweeps.study_file import file_identity, file_lost
 
 def collect_rows(store: CellStore) -> list[dict[str, Any]]:
     """One row per cell, in spec order: state, metrics and provenance of its canonical trial."""
+    from ablate.sweeps.study_views import trial_metrics
+
     rows = []
     for cell in store.states().values():
         t = cell.trial
@@ -39,7 +42,7 @@ def collect_rows(store: CellStore) -> list[dict[str, Any]]:
                 "trial": t.number if t is not None else None,
                 "wandb_id": attrs.get("wandb_id"),
                 "error": cell.errors[-1] if cell.errors and cell.state != "complete" else None,
-                **attrs.get("metrics", {}),
+                **trial_metrics(attrs),
             }
         )
     return rows
@@ -52,6 +55,7 @@ def report(
     from ablate.sweeps.provenance import provenance
     from ablate.sweeps.report import plot_metric, write_report
     from ablate.sweeps.stats import summarize
+    from ablate.sweeps.study_views import PLOT_FILE, name_objective, publish_report
 
     rows = collect_rows(store)
 
@@ -88,14 +92,15 @@ def report(
         summary["rounds"] = store.study.user_attrs.get("rounds", [])
         summary["stop_reason"] = store.study.user_attrs.get("stop_reason")
     summary["provenance"] = provenance()  # the code's git commit and the package versions
-    write_report(run_dir, summary, rows, tuned=spec.tuned)
-    if use_wandb and summary["cells"]["complete"]:
-        from ablate.experiments.io import atomic_write_bytes
+    files = write_report(run_dir, summary, rows, tuned=spec.tuned)
+    plot = plot_metric(summary, rows) if summary["cells"]["complete"] else None
+    # optuna-dashboard: the objective's name, report.md as the study note, report.html and metric.png
+    name_objective(store.study, spec.metric)
+    publish_report(store.study, run_dir, files, plot)
+    if use_wandb and plot is not None:
         from ablate.sweeps import wandb_glue
 
-        plot = run_dir / "metric.png"
-        atomic_write_bytes(plot, plot_metric(summary, rows))
-        wandb_glue.log_summary(spec, summary, plot, run_dir)
+        wandb_glue.log_summary(spec, summary, run_dir / PLOT_FILE, run_dir)
     return summary
 
 
@@ -125,6 +130,7 @@ def _run_round(
     use_wandb: bool,
     heartbeat_s: int,
     grace_s: int,
+    launcher: Launcher | None,
 ) -> None:
     """Write the spec the workers read, enqueue its cells, run workers until none is left."""
     write_json(run_dir / "spec.json", spec.to_dict())
@@ -149,6 +155,7 @@ def _run_round(
         total=len(spec.cells()),
         poll=poll,
         url=url,
+        launcher=launcher,
     )
 
 
@@ -184,9 +191,11 @@ def sweep(
     use_wandb: bool = True,
     heartbeat_s: int = 10,
     grace_s: int = 30,
+    launcher: Launcher | None = None,
 ) -> tuple[dict[str, Any], Outcome]:
     """Run (or resume) every cell, then report; the summary and the cell counts (complete, failed
-    for good, missing). With adaptive seeds, in rounds (sweeps/adaptive.py)."""
+    for good, missing). With adaptive seeds, in rounds (sweeps/adaptive.py). ``launcher``: where
+    the workers run (sweeps/launcher.py; default ``--workers`` processes here)."""
     url = prepare_run(run_dir, storage, workers)
     hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
     with new_output_folder(run_dir):
@@ -197,6 +206,7 @@ def sweep(
         spec = dataclasses.replace(spec, extra_seeds={v: tuple(s) for v, s in added.items()})
         store = open_store(spec, url, **hb)
     opts = {"workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s, "grace_s": grace_s}
+    opts["launcher"] = launcher
     while True:
         _run_round(spec, store, run_dir, url, **opts)
         grown = _next_round(spec, store) if spec.adaptive is not None else None

@@ -18,10 +18,11 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from optuna.storages import RDBStorage
+from optuna.storages import BaseStorage
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -33,6 +34,8 @@ from rich.progress import (
 )
 
 from ablate.errors import ConfigError
+from ablate.sweeps.journal import is_journal, journal_path, journal_url
+from ablate.sweeps.launcher import Launcher, start_jobs
 from ablate.sweeps.store import heartbeat, retry_db, sqlite_url
 from ablate.sweeps.study_file import check_storage_url, shown
 
@@ -50,13 +53,15 @@ def prepare_run(run_dir: Path, storage: str | None, workers: int) -> str:
     ``new_output_folder(run_dir)``, so that a refused run leaves no empty run folder."""
     if workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
-    if storage is not None:
-        check_storage_url(storage)
-    return storage or default_storage(run_dir)
+    if storage is None:
+        return default_storage(run_dir)
+    check_storage_url(storage)
+    # Workers may start in another folder (a SLURM job): a journal is named by its absolute path.
+    return journal_url(journal_path(storage)) if is_journal(storage) else storage
 
 
 @contextlib.contextmanager
-def heartbeats(storage: RDBStorage, trial_ids: list[int]) -> Iterator[None]:
+def heartbeats(storage: BaseStorage, trial_ids: list[int]) -> Iterator[None]:
     """Heartbeats for every claimed trial while the work runs."""
     with contextlib.ExitStack() as beats:
         for trial_id in trial_ids:
@@ -121,6 +126,38 @@ def _worker_env(index: int) -> dict[str, str]:
     return env
 
 
+@dataclass
+class ProcessHandle:
+    """A worker process on this machine (``--launcher processes``)."""
+
+    proc: subprocess.Popen
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.running():
+            self.proc.send_signal(signal.SIGINT)
+
+    def wait(self) -> None:
+        self.proc.wait()
+
+    def failed(self) -> bool:
+        return self.proc.returncode != 0
+
+
+def _start_processes(module: str, worker_args: list[str], run_dir: Path, workers: int) -> list[ProcessHandle]:
+    (run_dir / "logs").mkdir(exist_ok=True)
+    stem = module.rsplit(".", 1)[-1]
+    handles = []
+    for i in range(workers):
+        log = open(run_dir / "logs" / f"{stem}-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
+        cmd = worker_command(module, worker_args)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i))
+        handles.append(ProcessHandle(proc))
+    return handles
+
+
 def run_workers(
     module: str,
     worker_args: list[str],
@@ -131,19 +168,23 @@ def run_workers(
     total: int,
     poll: Callable[[], tuple[int, str]],
     url: str,
+    launcher: Launcher | None = None,
 ) -> None:
-    """Start ``workers`` processes of ``python -m module`` and show one progress bar until they exit.
+    """Start ``workers`` workers running ``module`` (processes here, or submitit jobs; see
+    sweeps/launcher.py) and show one progress bar until they all ended.
 
-    ``poll()`` returns (units done, a status text). Ctrl-C is passed on to the workers, which mark
-    their running trial failed so that the same command resumes it.
+    ``poll()`` returns (units done, a status text). Ctrl-C is passed on to the workers (SIGINT,
+    or the jobs are cancelled), which mark their running trial failed so that the same command
+    resumes it.
     """
-    (run_dir / "logs").mkdir(exist_ok=True)
-    procs = []
-    stem = module.rsplit(".", 1)[-1]
-    for i in range(workers):
-        log = open(run_dir / "logs" / f"{stem}-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
-        cmd = worker_command(module, worker_args)
-        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i)))
+    if launcher is None or launcher.kind == "processes":
+        handles: list[Any] = _start_processes(module, worker_args, run_dir, workers)
+        logs = run_dir / "logs"
+    else:
+        command = worker_command(module, worker_args)
+        handles = start_jobs(launcher, command, workers, run_dir, title)
+        logs = run_dir / "jobs"
+        console.print(f"submitted {workers} {launcher.kind} job(s); their logs: {logs}", markup=False)
     try:
         with Progress(
             TextColumn("[bold]{task.description}"),
@@ -158,23 +199,20 @@ def run_workers(
         ) as bar:
             done, state = poll()
             task = bar.add_task(title, total=total, completed=done, state=state)
-            while any(p.poll() is None for p in procs):
+            while any(h.running() for h in handles):
                 time.sleep(1.0)
                 done, state = poll()
                 bar.update(task, completed=done, state=state)
     except KeyboardInterrupt:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
-        for p in procs:
-            p.wait()
+        for h in handles:
+            h.stop()
+        for h in handles:
+            h.wait()
         console.print(
             f"interrupted: finished work is stored in {shown(url)}; run the same command again to resume",
             markup=False,
         )
         raise
-    bad = [p.returncode for p in procs if p.returncode not in (0,)]
+    bad = [h for h in handles if h.failed()]
     if bad:  # paths and URLs are printed as text: a '[' in them is not rich markup
-        console.print(
-            f"{len(bad)} worker(s) exited with errors; see {run_dir / 'logs'}", markup=False, style="yellow"
-        )
+        console.print(f"{len(bad)} worker(s) exited with errors; see {logs}", markup=False, style="yellow")

@@ -18,6 +18,7 @@ from ablate.experiments.search_spec import SearchSpec
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.identity import changed_keys, refuse_changes
 from ablate.sweeps.store import open_storage, retry_db, storage_where, study_lock
+from ablate.sweeps.study_views import name_objective
 
 # ask/tell with heartbeats is what sweeps.store does for cells too; Optuna only expects optimize().
 warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
@@ -124,6 +125,7 @@ class SearchStore:
                 refuse_changes(
                     study.study_name, where, changes, f"identity {found} != {identity}", SEARCH_WHAT
                 )
+            name_objective(study, self.search.metric)  # the validation metric, not "Objective 0"
             self.studies[v] = study
 
     def counts(self, variant: str) -> dict[str, int]:

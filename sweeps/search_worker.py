@@ -13,6 +13,7 @@ from typing import Any
 
 import optuna
 from lightning.pytorch.trainer.states import TrainerFn
+from optuna.artifacts import FileSystemArtifactStore
 from optuna.trial import TrialState
 from optuna_integration import PyTorchLightningPruningCallback
 
@@ -22,6 +23,7 @@ from ablate.sweeps.loop import heartbeats, work_loop
 from ablate.sweeps.run_folder import read_run_spec
 from ablate.sweeps.search_store import SearchStore
 from ablate.sweeps.stats import objective
+from ablate.sweeps.study_views import open_artifacts, result_attrs, set_attrs, upload_config_of
 
 log = logging.getLogger("ablate.search")
 
@@ -55,8 +57,11 @@ class ValidationPruning(PyTorchLightningPruningCallback):
             raise optuna.TrialPruned(f"pruned after validation {step} ({self.monitor}={float(score):.4f})")
 
 
-def run_search_trial(store: SearchStore, variant: str, trial: optuna.Trial) -> str:
-    """Train one configuration on the search seed; tell the study COMPLETE or PRUNED."""
+def run_search_trial(
+    store: SearchStore, variant: str, trial: optuna.Trial, artifacts: FileSystemArtifactStore
+) -> str:
+    """Train one configuration on the search seed; tell the study COMPLETE or PRUNED. A finished
+    trial stores scalar user attributes and its config as an artifact (sweeps/study_views.py)."""
     spec, s = store.spec, store.search
     cfg = spec.cell_config(variant, s.seed).override(trial.params)
     callbacks = [] if s.pruner == "none" else [ValidationPruning(trial, s.metric, cfg.trainer.val_every)]
@@ -67,20 +72,21 @@ def run_search_trial(store: SearchStore, variant: str, trial: optuna.Trial) -> s
         trial.set_user_attr("pruned", str(pruned))
         study.tell(trial, state=TrialState.PRUNED)
         return "pruned"
-    trial.set_user_attr("metrics", result.metrics)
-    trial.set_user_attr("diverged", result.diverged)
-    trial.set_user_attr("wall_s", round(result.wall_s, 3))
+    upload_config_of(trial, result.config, artifacts)
+    overrides = spec.variants[variant]
+    set_attrs(trial, result_attrs(result.metrics, overrides, diverged=result.diverged, wall_s=result.wall_s))
     study.tell(trial, objective(result.metrics, s.metric, s.direction))  # diverged: the worst value
     return "complete"
 
 
-def work(store: SearchStore) -> int:
+def work(store: SearchStore, artifacts: FileSystemArtifactStore) -> int:
     """Run trials until every variant's study is full; return how many ran here."""
 
     def run(claimed: tuple[str, optuna.Trial]) -> int:
         variant, trial = claimed
         with heartbeats(store.storage, [trial._trial_id]):
-            log.info("%s trial %d: %s", variant, trial.number, run_search_trial(store, variant, trial))
+            outcome = run_search_trial(store, variant, trial, artifacts)
+            log.info("%s trial %d: %s", variant, trial.number, outcome)
         return 1
 
     def fail(claimed: tuple[str, optuna.Trial], error: str | None) -> None:
@@ -120,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     start = time.perf_counter()
     try:
-        ran = work(store)
+        ran = work(store, open_artifacts(Path(args.run_dir)))
     except KeyboardInterrupt:
         return 130
     log.info("ran %d trials in %.0f s", ran, time.perf_counter() - start)

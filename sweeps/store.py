@@ -7,7 +7,8 @@ SQLite every transaction is ``BEGIN IMMEDIATE``: without it pysqlite reads
 the WAITING state outside the write transaction and two processes can both
 claim one trial. A worker records heartbeats while it runs a cell; a cell
 whose worker died goes stale, is failed by ``fail_stale_trials`` and is
-enqueued again. Finished cells are never rerun.
+enqueued again. Finished cells are never rerun. On a journal file
+(``journal:PATH``) the same holds by the file's order; see sweeps/journal.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TypeVar
 
 import optuna
 from optuna.exceptions import DuplicatedStudyError, ExperimentalWarning
-from optuna.storages import RDBStorage
+from optuna.storages import BaseStorage, RDBStorage
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event
@@ -33,6 +34,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from ablate.errors import ConfigError
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.identity import changed_keys, refuse_changes
+from ablate.sweeps.journal import HeartbeatJournalStorage, is_journal, journal_path, journal_url, open_journal
 from ablate.sweeps.study_file import prepare_study_file, shown
 
 # Heartbeats and fail_stale_trials are marked experimental but are the documented way.
@@ -68,12 +70,17 @@ def retry_db(what: str, fn: Callable[[], T], attempts: int = 5) -> T:
 
 def open_storage(
     url: str, *, create: bool = False, heartbeat_interval: int = 10, grace_period: int = 30
-) -> RDBStorage:
-    """An RDB storage with heartbeats; SQLite gets serialized write transactions.
+) -> BaseStorage:
+    """An RDB storage with heartbeats (SQLite gets serialized write transactions), or a journal
+    file with the same heartbeats (``journal:PATH``, sweeps/journal.py).
 
-    The URL and its driver are checked first; a SQLite study file must be a valid Optuna
-    study, and is created (complete, see sweeps/study_file.py) only when ``create``.
+    The URL and its driver are checked first; a SQLite study file or a journal must be a valid
+    Optuna study, and is created (complete, see sweeps/study_file.py) only when ``create``.
     """
+    if is_journal(url):
+        return open_journal(
+            journal_path(url), create=create, heartbeat_interval=heartbeat_interval, grace_period=grace_period
+        )
     prepare_study_file(url, create=create)
     is_sqlite = url.startswith("sqlite")
     kwargs = (
@@ -107,8 +114,9 @@ def open_store(
 
 
 @contextlib.contextmanager
-def study_lock(storage: RDBStorage, name: str, ttl: float = LOCK_TTL_S) -> Iterator[None]:
-    """A mutex from the unique constraint on study names; expired locks are broken."""
+def study_lock(storage: BaseStorage, name: str, ttl: float = LOCK_TTL_S) -> Iterator[None]:
+    """A mutex from the unique study names (RDB: a unique constraint; journal: the first
+    CREATE_STUDY line in the file wins); expired locks are broken."""
     lock_name = f"{name}::lock"
     first_seen: dict[int, float] = {}
     while True:
@@ -132,8 +140,11 @@ def study_lock(storage: RDBStorage, name: str, ttl: float = LOCK_TTL_S) -> Itera
             storage.delete_study(lock_id)
 
 
-def storage_where(storage: RDBStorage) -> str:
+def storage_where(storage: BaseStorage) -> str:
     """The storage as the user named it, without a password."""
+    if isinstance(storage, HeartbeatJournalStorage):
+        return journal_url(storage.path)
+    assert isinstance(storage, RDBStorage)
     return storage.engine.url.render_as_string(hide_password=True)
 
 
@@ -155,7 +166,7 @@ class CellState:
 class CellStore:
     """The grid of one experiment in one Optuna study."""
 
-    def __init__(self, spec: ExperimentSpec, storage: RDBStorage) -> None:
+    def __init__(self, spec: ExperimentSpec, storage: BaseStorage) -> None:
         self.spec = spec
         self.storage = storage
         self.study = optuna.create_study(
@@ -249,7 +260,7 @@ class CellStore:
 
 
 @contextlib.contextmanager
-def heartbeat(storage: RDBStorage, trial_id: int) -> Iterator[None]:
+def heartbeat(storage: BaseStorage, trial_id: int) -> Iterator[None]:
     """Record heartbeats for a claimed trial while the body runs (ask/tell has no thread of its own)."""
     stop = threading.Event()
     interval = storage.get_heartbeat_interval() or 10

@@ -20,10 +20,14 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ablate.errors import ConfigError
+from ablate.sweeps.journal import is_journal, journal_path
 
 # Tables every Optuna RDB schema has (optuna/storages/_rdb/models.py).
 OPTUNA_TABLES = frozenset({"studies", "trials", "version_info"})
-URL_HELP = "e.g. sqlite:///runs/study.db, postgresql+psycopg2://user:pw@host/db, mysql+pymysql://..."
+URL_HELP = (
+    "e.g. sqlite:///runs/study.db, postgresql+psycopg2://user:pw@host/db, mysql+pymysql://..., "
+    "journal:/shared/study.log (a file on a shared file system, no server)"
+)
 
 
 def shown(url: str) -> str:
@@ -32,12 +36,15 @@ def shown(url: str) -> str:
 
 
 def check_storage_url(url: str) -> Path | None:
-    """Parse ``url`` and import its database driver; the SQLite file it names, or None for a server.
+    """Parse ``url`` and import its database driver; the SQLite file or journal it names, or None
+    for a server.
 
     A malformed URL, an unknown database or a driver that is not installed is a ConfigError
     here, before a run folder exists; an in-memory SQLite database is one too (worker
     processes could not share it).
     """
+    if is_journal(url):
+        return journal_path(url)
     try:
         parsed = make_url(url)
         dialect = parsed.get_dialect()
@@ -125,9 +132,10 @@ def create_study_file(path: Path) -> None:
 
 
 def prepare_study_file(url: str, *, create: bool) -> None:
-    """Check ``url``; for a SQLite file, refuse an invalid one and create a missing one if asked."""
+    """Check ``url``; for a SQLite file, refuse an invalid one and create a missing one if asked
+    (a journal is checked and created by sweeps/journal.py)."""
     path = check_storage_url(url)
-    if path is None:
+    if path is None or is_journal(url):
         return
     if not path.exists():
         if not create:

@@ -26,6 +26,14 @@ from ablate.sweeps.loop import heartbeats, work_loop
 from ablate.sweeps.run_folder import read_run_spec
 from ablate.sweeps.stats import objective
 from ablate.sweeps.store import CellStore, open_store
+from ablate.sweeps.study_views import (
+    CONFIG_ARTIFACT,
+    name_objective,
+    open_artifacts,
+    result_attrs,
+    set_attrs,
+    upload_config,
+)
 
 log = logging.getLogger("ablate.worker")
 PROBE_SIZE = 4
@@ -72,17 +80,17 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
         with contextlib.ExitStack() as stack:
             tmps = [stack.enter_context(atomic_dir(d)) for d in dirs]
             results = run_cells(cfgs[0], seeds, tmps, loggers=loggers)
-        for trial, result, logger in zip(trials, results, loggers, strict=True):
+        artifacts = open_artifacts(run_dir)
+        for trial, result, logger, cell_dir in zip(trials, results, loggers, dirs, strict=True):
             seed = trial.params["seed"]
             heads = None
             if seed in spec.heatmap_seeds:
-                (run_dir / "artifacts").mkdir(exist_ok=True)
-                artifacts = FileSystemArtifactStore(str(run_dir / "artifacts"))
                 heads = archive(trial, result, run_dir / "heatmaps" / variant / f"seed{seed}", artifacts)
+            upload_config(trial, cell_dir / CONFIG_ARTIFACT, artifacts)
             wandb_id = None
             if logger:
                 wandb_id = wandb_glue.finish_cell(logger, result.to_dict(), heads)
-            record(store, trial, result, heads, wandb_id)
+            record(store, trial, result, wandb_id)
     except BaseException:
         for logger in loggers:  # else the next cell's logger would attach to an unfinished run
             if logger:
@@ -90,17 +98,16 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
         raise
 
 
-def record(store: CellStore, trial: optuna.Trial, result, heads: dict | None, wandb_id: str | None) -> None:
-    """Store a finished cell on its trial; its value is the spec's metric."""
+def record(store: CellStore, trial: optuna.Trial, result, wandb_id: str | None) -> None:
+    """Store a finished cell on its trial as scalar user attributes (sweeps/study_views.py); its
+    value is the spec's metric. The per-head entropy and importance are the heads.json artifact."""
     spec = store.spec
-    trial.set_user_attr("metrics", result.metrics)
-    trial.set_user_attr("diverged", result.diverged)
-    trial.set_user_attr("steps", result.steps)
-    trial.set_user_attr("wall_s", round(result.wall_s, 3))
-    trial.set_user_attr("config", result.config.flat())
-    trial.set_user_attr("wandb_id", wandb_id)
-    if heads is not None:
-        trial.set_user_attr("heads", {k: heads.get(k) for k in ("entropy", "entropy_norm", "importance")})
+    variant = trial.params["variant"]
+    attrs = result_attrs(
+        result.metrics, spec.variants[variant], diverged=result.diverged, wall_s=result.wall_s
+    )
+    wandb = {"wandb_id": wandb_id} if wandb_id else {}  # no empty column for a run without W&B
+    set_attrs(trial, {**attrs, "steps": result.steps, **wandb})
     # Optuna fails NaN values; a diverged run is a result, so it stores the worst value.
     store.study.tell(trial, objective(result.metrics, spec.metric, spec.direction))
 
@@ -146,6 +153,7 @@ def work(
 ) -> int:
     """Run cells until every cell is complete (or failed for good); return how many ran here."""
     store = open_store(spec, storage_url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
+    name_objective(store.study, spec.metric)  # "test/acc" in optuna-dashboard, not "Objective 0"
 
     def run(trials: list[optuna.Trial]) -> int:
         with heartbeats(store.storage, [t._trial_id for t in trials]):

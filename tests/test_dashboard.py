@@ -100,16 +100,16 @@ def test_dashboard_serves_the_study_trials_and_heatmaps(server: tuple[str, subpr
         cells.add((params["variant"], int(params["seed"])))
         assert t["state"] == "Complete"
         attrs = {a["key"] for a in t["user_attrs"]}
-        assert {"cell", "metrics", "diverged", "config"} <= attrs
+        assert {"cell", "test/acc", "diverged", "wall_s"} <= attrs and "config" not in attrs
         files = sorted(a["filename"] for a in t["artifacts"])
         if int(params["seed"]) == HEATMAP_SEED:
-            assert {"layer0.png", "layer1.png", "attention.npz", "heads.json"} <= set(files), files
+            assert {"layer0.png", "layer1.png", "attention.npz", "heads.json", "config.yaml"} <= set(files)
         else:
-            assert files == []
+            assert files == ["config.yaml"]
     assert cells == {(v, s) for v in VARIANTS for s in range(SEEDS)}
 
     # A heatmap PNG comes back through the dashboard's artifact route.
-    t = next(t for t in trials if t["artifacts"])
+    t = next(t for t in trials if any(a["filename"] == "layer0.png" for a in t["artifacts"]))
     png = next(a for a in t["artifacts"] if a["filename"] == "layer0.png")
     status, ctype, body = get(f"{base}/artifacts/{study_id}/{t['trial_id']}/{png['artifact_id']}")
     assert (status, ctype) == (200, "image/png") and body.startswith(b"\x89PNG")

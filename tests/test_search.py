@@ -13,6 +13,7 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
+from optuna.artifacts import FileSystemArtifactStore
 from optuna.trial import TrialState
 
 from ablate import cli
@@ -21,6 +22,7 @@ from ablate.experiments.spec import spec_from_dict, spec_from_resolved
 from ablate.sweeps.search import tuned_spec
 from ablate.sweeps.search_store import distributions
 from ablate.sweeps.store import open_storage, sqlite_url
+from ablate.sweeps.study_views import trial_config
 from tests.conftest import TINY_BASE, ablate_cmd
 
 SEARCH = {
@@ -123,6 +125,7 @@ def test_search_prunes_counts_exactly_evaluates_and_resumes(tmp_path: Path) -> N
     proc = run_search(tmp_path, "--workers", "2", "--then-evaluate")
     assert proc.returncode == 0, proc.stderr[-3000:]
     storage = open_storage(sqlite_url(tmp_path / "runs" / "tiny-search" / "study.db"))
+    artifacts = FileSystemArtifactStore(str(tmp_path / "runs" / "tiny-search" / "artifacts"))
     states = {}
     for variant in RAW["variants"]:
         trials = trials_of(storage, variant)
@@ -133,7 +136,19 @@ def test_search_prunes_counts_exactly_evaluates_and_resumes(tmp_path: Path) -> N
         )
         pruned = [t for t in trials if t.state == TrialState.PRUNED]
         for t in pruned:  # pruned during training, on validation values only
-            assert t.intermediate_values and "metrics" not in t.user_attrs
+            assert t.intermediate_values and "val/acc" not in t.user_attrs
+        # optuna-dashboard: the objective is named; a finished trial's attributes are scalars
+        # (each metric, the variant's overrides) and its config is the config.yaml artifact.
+        study = optuna.load_study(study_name=f"tiny.search.{variant}", storage=storage)
+        assert study.metric_names == ["val/loss"]
+        for t in (t for t in trials if t.state == TrialState.COMPLETE):
+            assert t.value == t.user_attrs["val/loss"] and "metrics" not in t.user_attrs
+            assert all(isinstance(v, str | int | float | bool) for v in t.user_attrs.values())
+            assert {k for k in t.user_attrs if k.startswith("override.")} == {
+                f"override.{k}" for k in RAW["variants"][variant]
+            }
+            cfg = trial_config(t, storage, artifacts)
+            assert cfg["optim"]["lr"] == t.params["optim.lr"] and cfg["seed"] == SEARCH.get("seed", 0)
     assert sum(s.count(TrialState.PRUNED) for s in states.values()) >= 1
 
     summary = json.loads((tmp_path / "runs" / "tiny-search" / "search.json").read_text())

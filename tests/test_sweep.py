@@ -78,9 +78,9 @@ def test_sweep_two_workers_every_cell_once(tmp_path: Path) -> None:
     # Every complete trial carries the cell's record.
     t = next(t for t in by_cell["no_pe/s2"] if t.state == TrialState.COMPLETE)
     assert t.params == {"variant": "no_pe", "seed": 2}
-    assert t.user_attrs["config"]["model.pe"] == "none" and t.user_attrs["config"]["seed"] == 2
-    assert {"val/acc", "test/acc"} <= set(t.user_attrs["metrics"]) and t.user_attrs["diverged"] is False
-    assert t.value == t.user_attrs["metrics"]["test/acc"] and t.user_attrs["wall_s"] > 0
+    assert t.user_attrs["override.model.pe"] == "none" and t.user_attrs["diverged"] is False
+    assert {"val/acc", "test/acc"} <= set(t.user_attrs) and "metrics" not in t.user_attrs
+    assert t.value == t.user_attrs["test/acc"] and t.user_attrs["wall_s"] > 0
 
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["cells"] == {"total": 6, "complete": 6, "missing": []}
