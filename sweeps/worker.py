@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import logging
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -181,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     run_dir = Path(args.run_dir)
     spec = read_run_spec(run_dir)
+    # SLURM's scancel and job time limits send SIGTERM: handle it as Ctrl-C, so the running
+    # cell is marked interrupted and requeued at once, not after its heartbeat's grace period.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         work(
             spec,
