@@ -61,6 +61,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ablate.experiments.io import atomic_dir
 
     with atomic_dir(out) as tmp:
+        from lightning.pytorch.callbacks import ModelCheckpoint
         from lightning.pytorch.loggers import CSVLogger
 
         from ablate.experiments.run import run_cells
@@ -69,7 +70,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         seeds = list(range(cfg.seed, cfg.seed + cfg.trainer.seed_parallel))
         dirs = [tmp] if len(seeds) == 1 else [tmp / f"seed{s}" for s in seeds]
         loggers = [CSVLogger(d, name="", version="") for d in dirs]
-        results = run_cells(cfg, seeds, dirs, progress=not args.no_progress, loggers=loggers)
+        # The final weights (of the stack with seed_parallel > 1), saved once at max_steps.
+        checkpoint = ModelCheckpoint(
+            dirpath=tmp, filename="final", every_n_train_steps=cfg.trainer.max_steps, save_top_k=1
+        )
+        callbacks = [] if args.no_checkpoint else [checkpoint]
+        results = run_cells(
+            cfg, seeds, dirs, progress=not args.no_progress, loggers=loggers, callbacks=callbacks
+        )
         named = (
             [("value", results[0])]
             if len(seeds) == 1
@@ -371,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--out", help="output folder (default runs/train/<task>-<time>)")
     train.add_argument("--no-progress", action="store_true", help="hide the Lightning progress bar")
+    train.add_argument(
+        "--no-checkpoint", action="store_true", help="do not save the final weights (DIR/final.ckpt)"
+    )
     train.add_argument(
         "--spec",
         help="train one cell of an experiment instead of CONFIG: variant=NAME [seed=N] "

@@ -26,7 +26,7 @@ from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 
 from ablate.datamodules import ClassificationDataModule
@@ -114,7 +114,8 @@ def make_trainer(
         val_check_interval=t.val_every or t.max_steps + 1,
         check_val_every_n_epoch=None,
         num_sanity_val_steps=0,
-        enable_checkpointing=False,
+        # Only a caller's ModelCheckpoint (ablate train's final checkpoint); sweeps keep none.
+        enable_checkpointing=any(isinstance(c, ModelCheckpoint) for c in callbacks),
         enable_model_summary=False,
         enable_progress_bar=progress,
         logger=logger,

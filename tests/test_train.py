@@ -244,3 +244,24 @@ def test_version_print_config_and_the_output_folder_line(
     assert cli.main(["train", str(tiny_config), "--out", "out", "--no-progress"]) == 0
     last = capsys.readouterr().out.rstrip().splitlines()[-1]
     assert last == str((tmp_path / "out").resolve())  # the absolute output folder, on its own line
+
+
+def test_train_saves_the_final_weights_once(
+    tmp_path: Path, tiny_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ablate train` writes DIR/final.ckpt at max_steps (sweeps never checkpoint); its weights
+    reproduce the run's test accuracy. --no-checkpoint writes none."""
+    from ablate import cli
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["train", str(tiny_config), "--out", "out", "--no-progress"]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.ckpt")) == ["final.ckpt"]
+    ckpt = torch.load(tmp_path / "out" / "final.ckpt", map_location="cpu", weights_only=False)
+    assert ckpt["global_step"] == load_config(tiny_config).trainer.max_steps
+    cfg = load_config(tiny_config)
+    trained = run_trial(cfg)  # the same cell again: bit-identical on CPU
+    weights = {k.removeprefix("model."): v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+    for name, value in trained.extras["model"].state_dict().items():
+        torch.testing.assert_close(weights[name], value, rtol=0, atol=0)
+    assert cli.main(["train", str(tiny_config), "--out", "out2", "--no-progress", "--no-checkpoint"]) == 0
+    assert not list((tmp_path / "out2").glob("*.ckpt"))
