@@ -53,7 +53,8 @@ def sweep(
     """
     from ablate.sweeps.grid import sweep as run_sweep
 
-    return run_sweep(spec, Path(run_dir), storage=storage, workers=workers, use_wandb=use_wandb)
+    summary, _ = run_sweep(spec, Path(run_dir), storage=storage, workers=workers, use_wandb=use_wandb)
+    return summary  # summary["cells"] counts complete, failed and missing cells
 
 
 def load_summary(run_dir: str | Path) -> dict[str, Any]:
