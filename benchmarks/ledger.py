@@ -1,7 +1,7 @@
 """Load test of the cell ledger: ``python -m ablate.benchmarks.ledger [--cells N] [--workers W]``.
 
 ``W`` worker processes claim and complete ``N`` empty cells (a no-op body) through the same
-calls a sweep worker makes per cell (``ensure_cells`` then ``pop``, as ``claim_group`` in
+calls a sweep worker makes per cell (``CellStore.claim``, as ``claim_group`` in
 sweeps/worker.py, then ``tell``), on SQLite, an Optuna journal file and PostgreSQL (a throwaway
 server as the fault tests start; skipped with a line saying so when its binaries are absent).
 Per backend: cells/s, the claim latency p50/p99 and duplicates (cells completed more than
@@ -46,12 +46,11 @@ def _worker(spec: ExperimentSpec, url: str, start: multiprocessing.synchronize.B
     start.wait()
     while True:
         t0 = time.perf_counter()
-        store.ensure_cells()
-        trial = store.pop()
-        if trial is not None:  # a claim's latency, lost races inside pop included
+        trial = store.claim()
+        if trial is not None:  # a claim's latency, lost races inside it included
             latencies.append(time.perf_counter() - t0)
         if trial is None:
-            if not any(c.state in ("running", "waiting") for c in store.states().values()):
+            if not store.unfinished():
                 break
             time.sleep(0.05)  # another worker's cell is still running
             continue

@@ -9,11 +9,20 @@ claim one trial. A worker records heartbeats while it runs a cell; a cell
 whose worker died goes stale, is failed by ``fail_stale_trials`` and is
 enqueued again. Finished cells are never rerun. On a journal file
 (``journal:PATH``) the same holds by the file's order; see sweeps/journal.py.
+
+A claim costs O(1) storage calls, not O(cells): a worker keeps the list of waiting trials it
+last read, in its own random order (so that workers rarely race for one trial), and reads it
+again only when it is used up or ``LOST_BEFORE_REREAD`` claims in a row found their trial taken;
+the full scan that fails stale cells and enqueues missing ones runs only when nothing is
+waiting, or every ``UPKEEP_EVERY_S``. A cached trial another worker took meanwhile only loses
+the compare-and-set (benchmarks/ledger.py measures this). Reads matter on SQLite, where every
+transaction, a read too, holds the write lock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import random
 import threading
 import time
@@ -44,6 +53,11 @@ warnings.filterwarnings("ignore", category=ExperimentalWarning)
 # (a deterministic bug would otherwise loop forever); killed workers do not count.
 MAX_ERRORS = 2
 LOCK_TTL_S = 60.0
+# Lost compare-and-sets in a row after which a worker's list of waiting trials is read again,
+# and how often a busy worker scans the whole grid for stale and missing cells (an idle one
+# scans at every claim).
+LOST_BEFORE_REREAD = 3
+UPKEEP_EVERY_S = 30.0
 T = TypeVar("T")
 
 
@@ -169,6 +183,9 @@ class CellStore:
     def __init__(self, spec: ExperimentSpec, storage: BaseStorage) -> None:
         self.spec = spec
         self.storage = storage
+        self._waiting: list[tuple[int, str | None]] = []  # (trial id, variant), in random order
+        self._order = random.Random()  # each worker its own order
+        self._upkeep_at = -math.inf
         self.study = optuna.create_study(
             study_name=spec.name,
             storage=storage,
@@ -222,6 +239,7 @@ class CellStore:
 
     def ensure_cells(self) -> int:
         """Enqueue every cell that has no live or finished trial; return how many were added."""
+        self._upkeep_at = time.monotonic()
         optuna.storages.fail_stale_trials(self.study)
         if all(c.state in ("complete", "running", "waiting") for c in self.states().values()):
             return 0  # fast path without the lock
@@ -236,27 +254,65 @@ class CellStore:
                     added += 1
         return added
 
+    def unfinished(self) -> bool:
+        """Whether a cell is still running or waiting (a worker with nothing to claim waits for
+        them: a running cell's worker may die and leave it to be taken over)."""
+        return any(c.state in ("running", "waiting") for c in self.states().values())
+
+    def claim(self, variant: str | None = None) -> optuna.Trial | None:
+        """A waiting cell (of ``variant``, if given), claimed; None if none is waiting now.
+
+        Stale and missing cells are enqueued first when nothing is waiting, and every
+        ``UPKEEP_EVERY_S`` otherwise.
+        """
+        if time.monotonic() - self._upkeep_at > UPKEEP_EVERY_S:
+            self.ensure_cells()
+        trial = self.pop(variant)
+        if trial is None and variant is None:
+            self.ensure_cells()
+            trial = self.pop()
+        return trial
+
     def pop(self, variant: str | None = None) -> optuna.Trial | None:
         """Atomically claim one waiting cell (of ``variant``, if given) with a compare-and-set
-        WAITING -> RUNNING, or None."""
-        for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
-            if variant is not None and frozen.user_attrs.get("variant") != variant:
-                continue
-            # Heartbeat first: Optuna never counts a RUNNING trial without one as stale, so a
-            # worker killed right after its claim would otherwise hold the cell forever.
-            self.storage.record_heartbeat(frozen._trial_id)
-            try:
-                if not self.storage.set_trial_state_values(frozen._trial_id, state=TrialState.RUNNING):
-                    continue  # another worker claimed it first
-            except optuna.exceptions.UpdateFinishedTrialError:
-                continue
-            trial = optuna.Trial(self.study, frozen._trial_id)
-            # Fixed by enqueue_trial; suggesting records them as the trial's params.
-            trial.suggest_categorical("variant", list(self.spec.variants))
-            seeds = self.spec.all_seeds()
-            trial.suggest_int("seed", min(seeds), max(seeds))
-            return trial
-        return None
+        WAITING -> RUNNING, or None. Tries the cached waiting list, then a fresh one."""
+        fresh = False
+        while True:
+            if fresh or not self._waiting:
+                waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+                self._waiting = [(t._trial_id, t.user_attrs.get("variant")) for t in waiting]
+                self._order.shuffle(self._waiting)
+                fresh = True
+            lost = 0
+            for entry in [e for e in self._waiting if variant is None or e[1] == variant]:
+                self._waiting.remove(entry)  # won or lost, it is no longer waiting
+                if self._take(entry[0]):
+                    return self._as_cell(entry[0])
+                lost += 1
+                if lost == LOST_BEFORE_REREAD and not fresh:
+                    break  # this list is old: others took much of it
+            else:
+                if fresh:
+                    return None
+            fresh = True
+
+    def _take(self, trial_id: int) -> bool:
+        """The compare-and-set; False if another worker took the trial first."""
+        # Heartbeat first: Optuna never counts a RUNNING trial without one as stale, so a
+        # worker killed right after its claim would otherwise hold the cell forever.
+        try:
+            self.storage.record_heartbeat(trial_id)
+            return self.storage.set_trial_state_values(trial_id, state=TrialState.RUNNING)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            return False
+
+    def _as_cell(self, trial_id: int) -> optuna.Trial:
+        trial = optuna.Trial(self.study, trial_id)
+        # Fixed by enqueue_trial; suggesting records them as the trial's params.
+        trial.suggest_categorical("variant", list(self.spec.variants))
+        seeds = self.spec.all_seeds()
+        trial.suggest_int("seed", min(seeds), max(seeds))
+        return trial
 
 
 @contextlib.contextmanager

@@ -116,18 +116,14 @@ def record(store: CellStore, trial: optuna.Trial, result, wandb_id: str | None) 
 def claim_group(store: CellStore, poll_s: float) -> list[optuna.Trial] | None:
     """Claim a cell, and up to ``trainer.seed_parallel`` - 1 more waiting seeds of its variant
     (run_cells stacks them); None once every cell is complete or failed for good."""
-    while True:
-        store.ensure_cells()  # cells that need a (new) trial
-        trial = store.pop()
-        if trial is not None:
-            break
-        if not any(c.state in ("running", "waiting") for c in store.states().values()):
+    while (trial := store.claim()) is None:
+        if not store.unfinished():
             return None
         time.sleep(poll_s)  # others are running cells; take over if one of them dies
     trials = [trial]
     variant = trial.params["variant"]
     group = store.spec.cell_config(variant, trial.params["seed"]).trainer.seed_parallel
-    while len(trials) < group and (more := store.pop(variant=variant)) is not None:
+    while len(trials) < group and (more := store.claim(variant)) is not None:
         trials.append(more)
     return trials
 
