@@ -154,14 +154,13 @@ def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> O
 
 
 def _launcher(args: argparse.Namespace, run_dir: Path) -> Launcher:
-    """``--launcher``/``--slurm``, checked before anything is written (``search --then-evaluate``
-    has no launcher options: its grid runs as processes)."""
+    """``--launcher``/``--slurm``, checked before anything is written."""
     from ablate.sweeps.launcher import check_launcher
     from ablate.sweeps.study_file import check_storage_url
 
     storage_file = check_storage_url(args.storage) if args.storage else run_dir / "study.db"
     return check_launcher(
-        getattr(args, "launcher", "processes"), getattr(args, "slurm", None), run_dir, storage_file
+        args.launcher, args.slurm, run_dir, storage_file
     )
 
 
@@ -194,6 +193,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     out = Path(args.out or "runs")
     run_dir = out / f"{spec.name}-search"
+    launcher = _launcher(args, run_dir)
     console.print(
         f"[bold]{spec.name}[/]: search {len(variants)} variants x {trials} trials -> {escape(str(run_dir))}"
     )
@@ -206,6 +206,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         workers=args.workers,
         heartbeat_s=args.heartbeat,
         grace_s=args.grace,
+        launcher=launcher,
     )
     print_search(summary, run_dir)
     outcomes = [("search" if args.then_evaluate else "", search_outcome(summary))]
@@ -420,6 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     se.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
     _sweep_options(se)
+    _launcher_options(se)
     se.set_defaults(func=cmd_search)
 
     rp = sub.add_parser("report", help="(re)write the report of a sweep run folder")

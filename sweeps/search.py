@@ -22,6 +22,7 @@ from typing import Any
 from ablate.errors import ConfigError
 from ablate.experiments.io import new_output_folder, write_json
 from ablate.experiments.spec import ExperimentSpec
+from ablate.sweeps.launcher import Launcher
 from ablate.sweeps.loop import prepare_run, run_workers
 from ablate.sweeps.search_store import SearchStore
 
@@ -64,8 +65,10 @@ def search(
     workers: int = 1,
     heartbeat_s: int = 10,
     grace_s: int = 30,
+    launcher: Launcher | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) the per-variant searches; write and return ``search.json``."""
+    """Run (or resume) the per-variant searches; write and return ``search.json``. ``launcher``:
+    where the workers run (sweeps/launcher.py; default ``workers`` processes here)."""
     url = prepare_run(run_dir, storage, workers)
     hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
     with new_output_folder(run_dir):
@@ -89,6 +92,7 @@ def search(
         total=trials * len(variants),
         poll=poll,
         url=url,
+        launcher=launcher,
     )
     summary = {"experiment": spec.name, "trials": trials, **store.summary()}
     write_json(run_dir / "search.json", summary)

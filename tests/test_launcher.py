@@ -8,10 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from optuna.trial import TrialState
 
 from ablate.errors import ConfigError
 from ablate.sweeps.launcher import check_launcher, parse_slurm
+from ablate.sweeps.store import open_storage
 from tests.conftest import TINY_BASE, ablate_cmd, write_spec
 from tests.test_bad_inputs import run_forked
 from tests.test_journal import journal_trials
@@ -88,3 +90,25 @@ def test_local_launcher_runs_a_sweep_then_resumes(tmp_path: Path) -> None:
     again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert sum(len(ts) for ts in journal_trials(tmp_path / "study.log").values()) == 4
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_local_launcher_runs_a_search_and_its_tuned_grid(tmp_path: Path) -> None:
+    """``ablate search --launcher local --then-evaluate``: the search's workers and the tuned
+    grid's both run as submitit jobs, on one journal; every trial budget is met exactly."""
+    from tests.test_search import RAW, trials_of
+
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump({**RAW, "search": {**RAW["search"], "trials": 3}}))
+    cmd = ablate_cmd("search", "tiny.yaml", "--out", "runs", "--no-wandb", "--workers", "2", "--then-evaluate")
+    cmd += ["--heartbeat", "1", "--grace", "3", "--launcher", "local", "--storage", "journal:study.log"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.count("submitted 2 local job(s)") == 2  # the search, then the tuned grid
+    storage = open_storage(f"journal:{tmp_path / 'study.log'}")
+    for variant in RAW["variants"]:
+        trials = trials_of(storage, variant)
+        assert len(trials) == 3 and all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
+    assert list((tmp_path / "runs" / "tiny-search" / "jobs").glob("*_log.err"))
+    summary = json.loads((tmp_path / "runs" / "tiny-tuned" / "summary.json").read_text())
+    assert summary["cells"]["complete"] == 4
