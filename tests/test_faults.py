@@ -150,6 +150,41 @@ def test_sigint_stops_cleanly_then_resumes(tmp_path: Path) -> None:
     assert json.loads((out / "tiny" / "summary.json").read_text())["cells"]["complete"] == 4
 
 
+@pytest.mark.slow
+def test_sigterm_to_a_worker_marks_its_cell_interrupted(tmp_path: Path) -> None:
+    """SIGTERM (SLURM's scancel and time limit) to a worker mid-cell: the worker marks its cell
+    FAIL "interrupted" at once and exits, so the next run takes the cell without waiting for its
+    heartbeats to expire (--grace 600 here: only the handler can have failed it)."""
+    write_spec(tmp_path, base={**TINY_BASE, "trainer": {"max_steps": 400, "log_every": 50}}, seeds=2)
+    out = tmp_path / "runs"
+    driver = subprocess.Popen(
+        sweep_cmd(tmp_path, out, "--workers", "1", "--grace", "600"),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        time.sleep(0.5)
+        if (out / "tiny" / "spec.json").exists() and any(
+            t.state == TrialState.RUNNING for ts in trials_by_cell(out / "tiny").values() for t in ts
+        ):
+            break
+    else:
+        driver.kill()
+        pytest.fail("no cell was ever running")
+    workers = Path(f"/proc/{driver.pid}/task/{driver.pid}/children").read_text().split()
+    assert len(workers) == 1, workers
+    os.kill(int(workers[0]), signal.SIGTERM)
+    _, err = driver.communicate(timeout=120)
+    assert driver.returncode == 1, err[-2000:]  # not every cell finished
+    trials = [t for ts in trials_by_cell(out / "tiny").values() for t in ts]
+    assert TrialState.RUNNING not in [t.state for t in trials]
+    interrupted = [t for t in trials if t.user_attrs.get("interrupted")]
+    assert len(interrupted) == 1 and interrupted[0].state == TrialState.FAIL
+
+
 def test_nan_run_is_recorded_as_diverged(tmp_path: Path) -> None:
     """A variant whose loss becomes non-finite is recorded as diverged, the sweep goes on,
     and the report counts it."""
