@@ -49,7 +49,8 @@ def test_committed_inputs_are_the_presets_summaries() -> None:
     for name, e in zip(names, inputs, strict=True):
         summary, spec = e.main.summary, e.main.spec
         assert summary["experiment"] == spec["name"] == name
-        assert not e.lr_runs and e.tuned is None
+        # The lr check ran where this preset claims an effect that depends on training: lookup.
+        assert sorted(e.lr_runs) == ([0.5, 2.0] if name.endswith("lookup") else []) and e.tuned is None
         assert list(summary["variants"]) == ["baseline", "no_pe", "single_head"]
         assert summary["metric"] == "test/acc"
 
@@ -175,25 +176,28 @@ def test_collect_copies_every_experiment_or_nothing(tmp_path: Path) -> None:
     runs, results = tmp_path / "runs", tmp_path / "results"
     committed = REPO / "benchmarks" / "results" / rt.DEFAULT_PRESET
     names = rt.experiment_names(rt.DEFAULT_PRESET)
-    for name in names:
+    lookup_lr = [f"{names[1]}-lr0.5x", f"{names[1]}-lr2x"]  # the lr check's companion runs
+    for name in [*names, *lookup_lr]:
         (runs / name).mkdir(parents=True)
         shutil.copyfile(committed / f"{name}.json", runs / name / "summary.json")
         shutil.copyfile(committed / f"{name}.spec.json", runs / name / "spec.json")
-    for name in names[:-1]:
-        (runs / name / "results.csv").write_text(results_csv(cells({"baseline": [(0.9, 0.9)]}, wall=60.0)))
+    (runs / names[0] / "results.csv").write_text(results_csv(cells({"baseline": [(0.9, 0.9)]}, wall=60.0)))
+    for name in [names[1], *lookup_lr]:  # their per-cell val/acc choose each variant's lr
+        shutil.copyfile(committed / f"{name}.results.csv", runs / name / "results.csv")
     with pytest.raises(rt.TableError, match="results.csv missing"):
         rt.collect(rt.DEFAULT_PRESET, runs, results)
     assert not results.exists()
     (runs / names[-1] / "results.csv").write_text(results_csv(cells({"baseline": [(0.9, 0.9)]}, wall=60.0)))
     copied = rt.collect(rt.DEFAULT_PRESET, runs, results)
-    assert len(copied) == 9 and {p.name for p in copied} >= {f"{names[0]}.results.csv"}
+    assert len(copied) == 15 and {p.name for p in copied} >= {f"{names[0]}.results.csv"}
     new = rt.render(rt.load_inputs(rt.DEFAULT_PRESET, results))
     old = rt.render(rt.load_inputs(rt.DEFAULT_PRESET))
     assert new.split("\n\n")[0] == old.split("\n\n")[0]  # the same table; the footer adds cell times
-    assert new.rstrip("\n").endswith(
+    assert (
         " Cell time (each cell's own wall time; parallel workers overlap them): order-only 1 cells, median 60 s,"
-        " total 1.0 min; multi-lookup 1 cells, median 60 s, total 1.0 min; SST-2 1 cells, median 60 s, total 1.0 min."
-    )
+        " total 1.0 min; multi-lookup 15 cells,"
+    ) in new
+    assert "; SST-2 1 cells, median 60 s, total 1.0 min." in new
 
 
 # ---- synthetic runs: a preset's shared run, its lr check and its search-tuned run ---------------
