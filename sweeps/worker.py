@@ -125,7 +125,7 @@ def claim_group(store: CellStore, poll_s: float) -> list[optuna.Trial] | None:
     group = store.spec.cell_config(variant, trial.params["seed"]).trainer.seed_parallel
     while len(trials) < group and (more := store.claim(variant)) is not None:
         trials.append(more)
-    return trials
+    return sorted(trials, key=lambda t: t.params["seed"])  # claimed in random order (store.py)
 
 
 def fail_group(store: CellStore, trials: list[optuna.Trial], error: str | None) -> None:
