@@ -159,9 +159,7 @@ def _launcher(args: argparse.Namespace, run_dir: Path) -> Launcher:
     from ablate.sweeps.study_file import check_storage_url
 
     storage_file = check_storage_url(args.storage) if args.storage else run_dir / "study.db"
-    return check_launcher(
-        args.launcher, args.slurm, run_dir, storage_file
-    )
+    return check_launcher(args.launcher, args.slurm, run_dir, storage_file)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

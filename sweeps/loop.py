@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -40,6 +41,7 @@ from ablate.sweeps.store import heartbeat, retry_db, sqlite_url
 from ablate.sweeps.study_file import check_storage_url, shown
 
 console = Console(stderr=True)
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 W = TypeVar("W")
 
 
@@ -85,10 +87,21 @@ def work_loop(
     heartbeats fail them later.
     """
     done = 0
-    while (work := retry_db("cannot claim work", claim)) is not None:
+    while True:
+        # A Ctrl-C during the claim waits until the claimed work is inside the try below, which
+        # marks it failed; raised inside the claim it would leave a trial RUNNING until its
+        # heartbeat expires.
+        with deferred_interrupts() as pending:
+            work = retry_db("cannot claim work", claim)
+        if work is None:
+            if pending:
+                raise KeyboardInterrupt
+            return done
         what = describe(work)
-        log.info("%s: start", what)
         try:
+            if pending:
+                raise KeyboardInterrupt
+            log.info("%s: start", what)
             done += run(work)
             log.info("%s: done", what)
         except BaseException as err:  # Ctrl-C, SystemExit from Lightning, or a bug
@@ -96,7 +109,8 @@ def work_loop(
             if interrupted:
                 # Ctrl-C reaches a worker twice (the terminal's and the driver's): a second
                 # KeyboardInterrupt while marking would leave a trial RUNNING until its heartbeat expires.
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                for sig in INTERRUPTS:
+                    signal.signal(sig, signal.SIG_IGN)
             try:
                 fail(work, None if interrupted else f"{type(err).__name__}: {err}")
             except Exception:  # the storage may be gone too; heartbeats will expire the trials
@@ -104,7 +118,55 @@ def work_loop(
             if interrupted:
                 raise KeyboardInterrupt from None
             log.error("%s failed:\n%s", what, traceback.format_exc())
-    return done
+
+
+@dataclass
+class _Deferral:
+    pending: list[int]
+    idle: bool = False  # the claim holds nothing and waits (``idle_wait``): interrupts raise
+
+
+_deferral: _Deferral | None = None  # the claim in progress in this process's main thread
+
+
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[list[int]]:
+    """Inside: SIGINT/SIGTERM are recorded in the yielded list instead of raising, except while
+    the claim waits in ``idle_wait`` (main thread only; signals reach no other thread's code)."""
+    global _deferral
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    state = _Deferral([])
+
+    def record(signum: int, frame: object) -> None:
+        if state.idle:
+            raise KeyboardInterrupt
+        state.pending.append(signum)
+
+    old = {sig: signal.signal(sig, record) for sig in INTERRUPTS}
+    _deferral = state
+    try:
+        yield state.pending
+    finally:
+        _deferral = None
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def idle_wait(seconds: float) -> None:
+    """``time.sleep`` for a claim that holds nothing yet: Ctrl-C stops it at once."""
+    state = _deferral
+    if state is None:
+        time.sleep(seconds)
+        return
+    if state.pending:
+        raise KeyboardInterrupt
+    state.idle = True
+    try:
+        time.sleep(seconds)
+    finally:
+        state.idle = False
 
 
 def worker_command(module: str, args: list[str]) -> list[str]:

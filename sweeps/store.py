@@ -283,12 +283,11 @@ class CellStore:
                 self._waiting = [(t._trial_id, t.user_attrs.get("variant")) for t in waiting]
                 self._order.shuffle(self._waiting)
                 fresh = True
-            lost = 0
-            for entry in [e for e in self._waiting if variant is None or e[1] == variant]:
+            wanted = [e for e in self._waiting if variant is None or e[1] == variant]
+            for lost, entry in enumerate(wanted, start=1):  # every try that does not return lost
                 self._waiting.remove(entry)  # won or lost, it is no longer waiting
                 if self._take(entry[0]):
                     return self._as_cell(entry[0])
-                lost += 1
                 if lost == LOST_BEFORE_REREAD and not fresh:
                     break  # this list is old: others took much of it
             else:

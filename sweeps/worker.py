@@ -12,7 +12,6 @@ import logging
 import shutil
 import signal
 import sys
-import time
 from pathlib import Path
 
 import optuna
@@ -23,7 +22,7 @@ from ablate.experiments.io import atomic_dir
 from ablate.experiments.run import run_cells
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps import wandb_glue
-from ablate.sweeps.loop import heartbeats, work_loop
+from ablate.sweeps.loop import heartbeats, idle_wait, work_loop
 from ablate.sweeps.run_folder import read_run_spec
 from ablate.sweeps.stats import objective
 from ablate.sweeps.store import CellStore, open_store
@@ -119,7 +118,7 @@ def claim_group(store: CellStore, poll_s: float) -> list[optuna.Trial] | None:
     while (trial := store.claim()) is None:
         if not store.unfinished():
             return None
-        time.sleep(poll_s)  # others are running cells; take over if one of them dies
+        idle_wait(poll_s)  # others are running cells; take over if one of them dies
     trials = [trial]
     variant = trial.params["variant"]
     group = store.spec.cell_config(variant, trial.params["seed"]).trainer.seed_parallel

@@ -492,3 +492,42 @@ def test_a_study_file_deleted_or_replaced_mid_run_is_no_success(tmp_path: Path) 
     assert "was replaced while the sweep ran" in (file_lost(url, opened) or "")
     lost = Outcome(total=4, complete=4, failed=0, lost="the study file ... was deleted")
     assert final_line([("", lost)]) == ("4/4 cells complete, then the study file was lost: exit 1", 1)
+
+
+def test_ctrl_c_during_a_claim_fails_the_claimed_work() -> None:
+    """SIGINT landing inside a claim (after its compare-and-set) is deferred until the work is
+    where the loop can mark it failed; a claim that holds nothing and waits stops at once."""
+    import logging
+    import os
+    import signal
+
+    from ablate.sweeps.loop import idle_wait, work_loop
+
+    failed: list[tuple[str, str | None]] = []
+
+    def claim_then_interrupted() -> str:
+        os.kill(os.getpid(), signal.SIGINT)  # delivered now, inside the claim
+        return "cell-a"
+
+    def run(work: str) -> int:
+        raise AssertionError("an interrupted claim must not run its work")
+
+    log = logging.getLogger("test")
+    with pytest.raises(KeyboardInterrupt):
+        work_loop(claim_then_interrupted, run, lambda w, e: failed.append((w, e)), describe=str, log=log)
+    assert failed == [("cell-a", None)]  # None: interrupted, not an error
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second Ctrl-C cannot stop the marking
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def claim_waiting() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)  # SIGALRM -> SIGINT below, while waiting
+        idle_wait(30)
+        raise AssertionError("idle_wait must not sleep through Ctrl-C")
+
+    signal.signal(signal.SIGALRM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            work_loop(claim_waiting, run, lambda w, e: failed.append((w, e)), describe=str, log=log)
+    finally:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    assert failed == [("cell-a", None)]  # nothing was claimed, nothing to mark

@@ -165,7 +165,7 @@ def test_three_sweeps_two_workers_each_on_one_journal(tmp_path: Path) -> None:
         for i in range(3)
     ]
     errs = [p.communicate(timeout=900)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0, 0], [e[-2000:] for e in errs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [e[e.find("Traceback") :][:3000] for e in errs]
     by_cell = journal_trials(journal)
     counts = {c: sum(t.state == TrialState.COMPLETE for t in ts) for c, ts in by_cell.items()}
     assert len(counts) == 24 and set(counts.values()) == {1}, counts

@@ -100,7 +100,9 @@ def test_local_launcher_runs_a_search_and_its_tuned_grid(tmp_path: Path) -> None
     from tests.test_search import RAW, trials_of
 
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump({**RAW, "search": {**RAW["search"], "trials": 3}}))
-    cmd = ablate_cmd("search", "tiny.yaml", "--out", "runs", "--no-wandb", "--workers", "2", "--then-evaluate")
+    cmd = ablate_cmd(
+        "search", "tiny.yaml", "--out", "runs", "--no-wandb", "--workers", "2", "--then-evaluate"
+    )
     cmd += ["--heartbeat", "1", "--grace", "3", "--launcher", "local", "--storage", "journal:study.log"]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
