@@ -62,8 +62,10 @@ def distributions(spec: ExperimentSpec, variant: str) -> dict[str, BaseDistribut
 def make_pruner(s: SearchSpec, max_steps: int, val_every: int) -> optuna.pruners.BasePruner:
     """Pruner steps count validations (1 = the first validation during training)."""
     if s.pruner == "median":
+        # Optuna prunes at any step >= its n_warmup_steps; validations are numbered from 1, so
+        # protecting the first n validations takes n + 1.
         return optuna.pruners.MedianPruner(
-            n_startup_trials=s.n_startup_trials, n_warmup_steps=s.n_warmup_steps
+            n_startup_trials=s.n_startup_trials, n_warmup_steps=s.n_warmup_steps + 1
         )
     if s.pruner == "hyperband":
         return optuna.pruners.HyperbandPruner(

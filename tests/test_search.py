@@ -250,3 +250,31 @@ def test_killed_search_worker_then_resume(tmp_path: Path) -> None:
     complete = {t.number: t.params for t in after if t.state == TrialState.COMPLETE}
     assert len(complete) == 3 and all(complete[n] == p for n, p in before.items())  # kept
     assert [t.state for t in after if t.number == killed] == [TrialState.FAIL]  # failed by heartbeat
+
+
+@pytest.mark.parametrize("warmup", [0, 1, 2])
+def test_median_pruner_spares_the_first_n_warmup_validations(warmup: int) -> None:
+    """``n_warmup_steps: n`` never prunes at validations 1..n (numbered from 1), and can from
+    n + 1 on. Optuna's own n_warmup_steps prunes at a step equal to it: passed through
+    unchanged, ``n_warmup_steps: 1`` pruned every TPE proposal of the norm search at its
+    first validation, still inside the warmup."""
+    from ablate.experiments.search_spec import SearchSpec
+    from ablate.sweeps.search_store import make_pruner
+
+    spec = SearchSpec(
+        space={"optim.lr": {"low": 1e-4, "high": 1e-2}}, n_startup_trials=2, n_warmup_steps=warmup
+    )
+    study = optuna.create_study(direction="maximize", pruner=make_pruner(spec, max_steps=1000, val_every=100))
+    for _ in range(2):  # finished trials, good at every validation
+        t = study.ask()
+        for step in range(1, 5):
+            t.report(0.9, step=step)
+        study.tell(t, 0.9)
+    bad = study.ask()
+    pruned_at = None
+    for step in range(1, 5):
+        bad.report(0.1, step=step)
+        if bad.should_prune():
+            pruned_at = step
+            break
+    assert pruned_at == warmup + 1
