@@ -265,10 +265,11 @@ class CellStore:
         Stale and missing cells are enqueued first when nothing is waiting, and every
         ``UPKEEP_EVERY_S`` otherwise.
         """
-        if time.monotonic() - self._upkeep_at > UPKEEP_EVERY_S:
+        upkept = time.monotonic() - self._upkeep_at > UPKEEP_EVERY_S
+        if upkept:
             self.ensure_cells()
         trial = self.pop(variant)
-        if trial is None and variant is None:
+        if trial is None and variant is None and not upkept:
             self.ensure_cells()
             trial = self.pop()
         return trial
