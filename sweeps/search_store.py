@@ -115,10 +115,10 @@ class SearchStore:
                 ),
             )
             found = study.user_attrs.get("identity")
-            if found is None:
-                study.set_user_attr("identity", identity)
+            if found is None:  # "identity" last: who finds it finds the rest (see store.py)
                 study.set_user_attr("settings", search_settings(spec))
                 study.set_user_attr("variant", v)
+                study.set_user_attr("identity", identity)
             elif found != identity:
                 # Studies from before "settings" was stored can only be named by their hash.
                 stored = study.user_attrs.get("settings")

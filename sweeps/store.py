@@ -196,8 +196,10 @@ class CellStore:
         attrs = self.study.user_attrs
         identity = spec.identity()
         if "identity" not in attrs:
-            self.study.set_user_attr("identity", identity)
+            # "spec" first: drivers that start together race here, and one that finds
+            # "identity" reads "spec" next.
             self.study.set_user_attr("spec", spec.to_dict())
+            self.study.set_user_attr("identity", identity)
             return
         # Named key by key; the direction is not in the identity hash, but a study's direction is fixed.
         changes = changed_keys(attrs["spec"], spec.to_dict())

@@ -56,3 +56,31 @@ def test_a_claim_does_not_read_the_whole_grid(
     # 4; then, used up, one read, the grid scan and one more read. Never one read per claim.
     waiting_reads = [k for k in reads if k.get("states") == (store_mod.TrialState.WAITING,)]
     assert 2 <= len(waiting_reads) <= 6, reads
+
+
+def test_a_store_opened_between_the_first_stores_two_writes_finds_a_whole_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Drivers started together race to write the study's record ("spec", "identity"). One
+    that opens the study between the first one's two writes must not fail: it did with
+    KeyError 'spec' when "identity" was written first (a driver exited 1 under load)."""
+    import optuna
+
+    from ablate.benchmarks.ledger import ledger_spec
+    from ablate.sweeps.store import open_store
+
+    url, spec = f"journal:{tmp_path / 'j.log'}", ledger_spec(4)
+    opened_between = []
+    real = optuna.Study.set_user_attr
+
+    def set_then_let_another_open(study: optuna.Study, key: str, value: object) -> None:
+        real(study, key, value)
+        if not opened_between:
+            opened_between.append(key)  # once: the racing driver's own writes go straight through
+            opened_between.append(open_store(spec, url))
+
+    monkeypatch.setattr(optuna.Study, "set_user_attr", set_then_let_another_open)
+    first = open_store(spec, url, create=True)
+    assert len(opened_between) == 2
+    assert first.study.user_attrs["identity"] == spec.identity()
+    assert first.study.user_attrs["spec"]["name"] == spec.name
