@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ablate.cli import PRESETS, load_preset
+from ablate.commands import PRESETS, load_preset
 from ablate.experiments.config import SECTIONS, load_config
 from ablate.experiments.spec import load_spec
 
