@@ -204,6 +204,9 @@ def experiment_rows(e: Experiment, extra: list[str]) -> list[str]:
     """The rows of one experiment: the data set (steps) on its first row, then the tuned rows."""
     first = f"{e.label} ({e.main.spec['base']['trainer']['max_steps']})"
     rows = summary_rows(first, e.main.summary, extra)
+    if shown_metrics([e]):  # the per-variant choice reads val/acc only: show these columns at every lr
+        for factor, run in e.lr_runs.items():
+            rows += summary_rows(factor_label(factor), run.summary, extra)
     if e.lr_summary is not None:
         rows += summary_rows(LR_LABEL, e.lr_summary, extra)
     if e.tuned is not None:
@@ -255,6 +258,12 @@ def footer(inputs: list[Experiment]) -> str:
     line += cell_time_note([(lbl, r.rows) for lbl, r in runs if r.rows is not None])
     if checked := [e for e in inputs if e.lr_runs]:
         line += lr_note([e.label for e in checked], [f for e in checked for f in e.lr_runs])
+    if each := [e for e in checked if shown_metrics([e])]:
+        labels = ", ".join(factor_label(f) for f in sorted({f for e in each for f in e.lr_runs}))
+        line += (
+            f" Rows {labels} ({', '.join(e.label for e in each)}): every variant at that lr, because the"
+            f" per-variant choice does not look at {', '.join(shown_metrics(each))}."
+        )
     return line + tuned_note([(e.label, e.tuned.spec) for e in inputs if e.tuned is not None])
 
 

@@ -311,13 +311,19 @@ def test_every_preset_has_one_block_shape(tmp_path: Path) -> None:
     assert [ln.split(" | ")[:2] for ln in lines[2:]] == [
         ["| ListOps (1000)", "baseline"],
         ["|", "post_ln"],
+        ["| lr ×0.5", "baseline"],  # every lr on its own: the choice does not read test_long/acc
+        ["|", "post_ln"],
+        ["| lr ×2", "baseline"],
+        ["|", "post_ln"],
         ["| per-variant lr", "baseline (lr ×1)"],
         ["|", "post_ln (lr ×2)"],
         ["| tuned by ablate search", "baseline"],
         ["|", "post_ln"],
     ]
+    assert lines[5].endswith(" | 0.300 [0.300, 0.300] |")  # test_long/acc of post_ln at x0.5
+    assert lines[7].endswith(" | 0.620 [0.610, 0.630] |")  # ... and at x2
     # post_ln at x2 vs the baseline at x1: per-seed differences -0.10, -0.08, -0.12; all 3 below
-    assert lines[5] == (
+    assert lines[9] == (
         "| | post_ln (lr ×2) | 0.720 [0.710, 0.730] | 0.720 | 0.700–0.740 | −0.100 [−0.120, −0.080] | 0.25"
         " | 0.25 | 0.1 | 0.00 | 0.620 [0.610, 0.630] |"
     )
@@ -331,6 +337,10 @@ def test_every_preset_has_one_block_shape(tmp_path: Path) -> None:
         in foot
     )
     assert "Rows per-variant lr (ListOps): the shared lr times ×0.5/×1/×2 " in foot
+    assert (
+        "Rows lr ×0.5, lr ×2 (ListOps): every variant at that lr, because the per-variant choice does"
+        " not look at test_long/acc." in foot
+    )
     assert (
         "highest median val/acc over seeds (ties: ×1, then the smaller); the test split never chooses."
         in foot
