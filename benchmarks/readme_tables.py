@@ -200,14 +200,19 @@ def summary_rows(first: str, summary: dict[str, Any], extra: list[str]) -> list[
     ]
 
 
+def chose_shared(e: Experiment) -> bool:
+    """Every variant's per-variant lr is the shared one: those rows would repeat the shared rows."""
+    return e.lr_summary is not None and all(f == SHARED for f in e.lr_summary["factors"].values())
+
+
 def experiment_rows(e: Experiment, extra: list[str]) -> list[str]:
     """The rows of one experiment: the data set (steps) on its first row, then the tuned rows."""
     first = f"{e.label} ({e.main.spec['base']['trainer']['max_steps']})"
     rows = summary_rows(first, e.main.summary, extra)
-    if shown_metrics([e]):  # the per-variant choice reads val/acc only: show these columns at every lr
+    if shown_metrics([e]):  # the per-variant choice reads val/acc only: these columns at every lr
         for factor, run in e.lr_runs.items():
             rows += summary_rows(factor_label(factor), run.summary, extra)
-    if e.lr_summary is not None:
+    if e.lr_summary is not None and not chose_shared(e):
         rows += summary_rows(LR_LABEL, e.lr_summary, extra)
     if e.tuned is not None:
         rows += summary_rows(TUNED_LABEL, e.tuned.summary, extra)
@@ -258,6 +263,11 @@ def footer(inputs: list[Experiment]) -> str:
     line += cell_time_note([(lbl, r.rows) for lbl, r in runs if r.rows is not None])
     if checked := [e for e in inputs if e.lr_runs]:
         line += lr_note([e.label for e in checked], [f for e in checked for f in e.lr_runs])
+    if same := [e for e in checked if chose_shared(e)]:
+        line += (
+            f" {', '.join(e.label for e in same)}: that choice is ×1 for every variant, so its rows would"
+            " repeat the shared rows and are left out."
+        )
     if each := [e for e in checked if shown_metrics([e])]:
         labels = ", ".join(factor_label(f) for f in sorted({f for e in each for f in e.lr_runs}))
         line += (

@@ -423,3 +423,23 @@ def test_provenance_records_commit_and_versions(tmp_path: Path, monkeypatch: pyt
     assert git_commit(tmp_path) is None  # not a git checkout
     monkeypatch.setenv("PATH", str(tmp_path))  # no git at all: None, no error
     assert git_commit(REPO) is None
+
+
+def test_per_variant_lr_rows_that_repeat_the_shared_rows_are_left_out(tmp_path: Path) -> None:
+    """Validation ties at every lr (as on a task every variant solves): each variant keeps ×1, so
+    the per-variant rows would be the shared rows again; the footer says so instead."""
+    paths = lambda run: rt.result_paths(tmp_path / "norm", run)  # noqa: E731
+    tied = {v: [(val, 0.7) for val, _ in per_seed] for v, per_seed in SHARED_CELLS.items()}  # same val/acc
+    write_run(paths("norm"), norm_spec(), cells(SHARED_CELLS))
+    write_run(paths("norm-lr0.5x"), norm_spec("norm-lr0.5x", lr=0.0025), cells(tied))
+    write_run(paths("norm-lr2x"), norm_spec("norm-lr2x", lr=0.01), cells(tied))
+    (e,) = rt.load_inputs("norm", tmp_path)
+    assert e.lr_summary is not None and set(e.lr_summary["factors"].values()) == {1.0}
+    table, foot = rt.render([e]).split("\n\n")
+    firsts = [ln.split(" | ")[0] for ln in table.split("\n")[2:]]
+    assert firsts == ["| ListOps (1000)", "|", "| lr ×0.5", "|", "| lr ×2", "|"]
+    assert (
+        "ties: ×1, then the smaller); the test split never chooses. Δ against the baseline at its own chosen"
+        " lr; Holm over these rows. ListOps: that choice is ×1 for every variant, so its rows would repeat the"
+        " shared rows and are left out." in foot
+    )
