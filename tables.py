@@ -38,7 +38,7 @@ def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
 
 
 def print_summary(summary: dict, run_dir: Path) -> None:
-    from ablate.sweeps.report import decimals, fmt_p, holm_line, params_text
+    from ablate.sweeps.report_text import decimals, fmt_p, holm_line, params_text
 
     metric, baseline = summary["metric"], summary["baseline"]
     table = Table(title=f"{summary['experiment']}: {metric} over seeds ({escape(str(run_dir))})")
@@ -112,7 +112,7 @@ def print_folder(folder: Path) -> None:
 
 
 def print_search(summary: dict, run_dir: Path) -> None:
-    from ablate.sweeps.report import params_text
+    from ablate.sweeps.report_text import params_text
 
     metric = summary["metric"]
     table = Table(title=f"{summary['experiment']}: search on {metric} ({escape(str(run_dir))})")

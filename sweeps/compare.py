@@ -17,7 +17,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ablate.experiments.io import output_folder
-from ablate.sweeps.report import CSS, atomic_write, figure_png, fmt, png_data_uri
+from ablate.sweeps.report import CSS, atomic_write, figure_png, png_data_uri
+from ablate.sweeps.report_text import fmt
 from ablate.sweeps.run_folder import read_summary
 
 TOP_K = 5

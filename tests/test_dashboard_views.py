@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 
 from ablate.experiments.config import TrainConfig
 from ablate.experiments.spec import spec_from_resolved
-from ablate.sweeps.report import HEADER
+from ablate.sweeps.report_text import HEADER
 from ablate.sweeps.study_views import (
     name_objective,
     open_artifacts,
