@@ -206,7 +206,8 @@ def chose_shared(e: Experiment) -> bool:
 
 
 def experiment_rows(e: Experiment, extra: list[str]) -> list[str]:
-    """The rows of one experiment: the data set (steps) on its first row, then the tuned rows."""
+    """The rows of one experiment: the shared run's (the data set and steps on its first row), each
+    lr check run's (with descriptive columns only), the per-variant lr rows, the search-tuned rows."""
     first = f"{e.label} ({e.main.spec['base']['trainer']['max_steps']})"
     rows = summary_rows(first, e.main.summary, extra)
     if shown_metrics([e]):  # the per-variant choice reads val/acc only: these columns at every lr
