@@ -513,11 +513,15 @@ def test_ctrl_c_during_a_claim_fails_the_claimed_work() -> None:
         raise AssertionError("an interrupted claim must not run its work")
 
     log = logging.getLogger("test")
-    with pytest.raises(KeyboardInterrupt):
-        work_loop(claim_then_interrupted, run, lambda w, e: failed.append((w, e)), describe=str, log=log)
-    assert failed == [("cell-a", None)]  # None: interrupted, not an error
-    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second Ctrl-C cannot stop the marking
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sigterm = signal.getsignal(signal.SIGTERM)  # the loop ignores both once interrupted: restored below
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            work_loop(claim_then_interrupted, run, lambda w, e: failed.append((w, e)), describe=str, log=log)
+        assert failed == [("cell-a", None)]  # None: interrupted, not an error
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second Ctrl-C cannot stop the marking
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, sigterm)
 
     def claim_waiting() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0.2)  # SIGALRM -> SIGINT below, while waiting
