@@ -2,6 +2,6 @@
 
 import sys
 
-from ablate.cli import main
+from ablate.cli.parser import main
 
 sys.exit(main())

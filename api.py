@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ablate.errors import ConfigError
-from ablate.experiments.config import TrainConfig, load_config
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.loading import load_config
 from ablate.experiments.run import TrialResult, run_trial
 from ablate.experiments.spec import ExperimentSpec, load_spec
 
@@ -51,7 +52,7 @@ def sweep(
     login). Returns the summary that ``load_summary`` reads back: ``summary["variants"][name]``
     holds the median, IQR, IQM, Δ to the baseline with its CI, p values and P(improve).
     """
-    from ablate.sweeps.grid import sweep as run_sweep
+    from ablate.sweeps.run.grid import sweep as run_sweep
 
     summary, _ = run_sweep(spec, Path(run_dir), storage=storage, workers=workers, use_wandb=use_wandb)
     return summary  # summary["cells"] counts complete, failed and missing cells

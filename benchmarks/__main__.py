@@ -45,7 +45,7 @@ from ablate.benchmarks.encoder import encoder_vs_torch
 from ablate.benchmarks.gpu import gpu_throughput
 from ablate.benchmarks.loop import lightning_vs_raw
 from ablate.benchmarks.seed_parallel import seed_parallel_speedup
-from ablate.experiments.config import load_config
+from ablate.experiments.loading import load_config
 from ablate.experiments.run import quiet_lightning
 
 CONFIG = "experiments/order.yaml"

@@ -57,7 +57,7 @@ def _child(argv: list[str]) -> int:
 
     import ablate.experiments.run as run_module
     from ablate.benchmarks.loop import FitTimer
-    from ablate.cli import main
+    from ablate.cli.parser import main
 
     n, argv = int(argv[0]), argv[1:]
     run_cells = run_module.run_cells

@@ -27,7 +27,8 @@ from ablate.benchmarks.gpu import gpu_throughput
 from ablate.benchmarks.loop import FitTimer
 from ablate.benchmarks.seed_parallel import sequential_steps_s, stacked_steps_s
 from ablate.datamodules import ClassificationDataModule
-from ablate.experiments.config import TrainConfig, load_config
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.loading import load_config
 from ablate.experiments.run import quiet_lightning, run_trial
 from ablate.lit_modules.encoder import EncoderClassifier
 

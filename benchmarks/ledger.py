@@ -2,7 +2,7 @@
 
 ``W`` worker processes claim and complete ``N`` empty cells (a no-op body) through the same
 calls a sweep worker makes per cell (``CellStore.claim``, as ``claim_group`` in
-sweeps/worker.py, then ``tell``), on SQLite, an Optuna journal file and PostgreSQL (a throwaway
+sweeps/run/worker.py, then ``tell``), on SQLite, an Optuna journal file and PostgreSQL (a throwaway
 server as the fault tests start; skipped with a line saying so when its binaries are absent).
 Per backend: cells/s, the claim latency p50/p99 and duplicates (cells completed more than
 once, which must be 0). Writes benchmarks/results/ledger.json.
@@ -39,7 +39,7 @@ def ledger_spec(cells: int) -> ExperimentSpec:
 
 def _worker(spec: ExperimentSpec, url: str, start: multiprocessing.synchronize.Barrier, out: str) -> None:
     """Claim and complete cells until none is left; write the claim latencies and cells won."""
-    from ablate.sweeps.store import open_store
+    from ablate.sweeps.ledger.cells import open_store
 
     store = open_store(spec, url)
     latencies, won = [], []
@@ -61,7 +61,7 @@ def _worker(spec: ExperimentSpec, url: str, start: multiprocessing.synchronize.B
 
 def measure(url: str, spec: ExperimentSpec, workers: int, scratch: Path) -> dict[str, Any]:
     """One backend: enqueue the cells, then time ``workers`` processes emptying the ledger."""
-    from ablate.sweeps.store import open_store
+    from ablate.sweeps.ledger.cells import open_store
 
     store = open_store(spec, url, create=True)
     store.ensure_cells()

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-from ablate.experiments.config import load_config
+from ablate.experiments.loading import load_config
 from ablate.lit_modules.encoder import EncoderClassifier
 from ablate.lit_modules.seed_parallel import StackedEncoder
 

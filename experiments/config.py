@@ -1,25 +1,19 @@
 """TrainConfig: the full, validated description of one training run.
 
-A YAML file with sections ``model``, ``data``, ``optim``, ``trainer`` and a
-top-level ``seed``; dotted ``key=value`` overrides are applied on top and
-checked against the dataclass fields. A relative path in a file resolves
-against that file's folder; on the command line, against the current folder.
+Sections ``model``, ``data``, ``optim``, ``trainer`` and a top-level ``seed``; dotted
+``key=value`` overrides are applied on top and checked against the dataclass fields.
+Reading one from YAML (and its path rules) is experiments/loading.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
-from collections.abc import Hashable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from ablate.datamodules.config import DataConfig
-from ablate.errors import ConfigError, Range, require, short, user_path, validate_fields
+from ablate.errors import ConfigError, Range, require, validate_fields
+from ablate.experiments.parsing import as_mapping, parse_overrides
 from ablate.lit_modules.config import ModelConfig, OptimConfig
 
 # Seeds reach numpy and Lightning, which take unsigned 32-bit seeds.
@@ -203,74 +197,6 @@ class TrainConfig:
         return TrainConfig.from_dict(raw)
 
 
-def as_mapping(value: Any, place: str) -> dict[str, Any]:
-    """The one rule for every YAML section, variant, profile and block: a mapping with string keys.
-
-    Absent (no key, or a key with no value) means empty; anything else that is not a mapping
-    (``[]``, ``0``, ``"model.pe=none"``) is an error naming the place and the type found, never
-    a silent default.
-    """
-    if value is None:
-        return {}
-    require(
-        isinstance(value, dict),
-        f"{place} must be a mapping (key: value), got {type(value).__name__} {short(value)}",
-    )
-    for key in value:
-        require(
-            isinstance(key, str), f"{place}: keys must be strings, got the {type(key).__name__} key {key!r}"
-        )
-    return value
-
-
-def require_number(value: Any, key: str, interval: Range, *, integer: bool = True) -> Any:
-    """A spec's numeric setting (``seeds.min``, ``search.trials``): an int (or, with ``integer``
-    false, a float) inside ``interval``, else a ConfigError naming the key, the type or the interval."""
-    types = int if integer else (int, float)
-    expected = "int" if integer else "float"
-    require(
-        isinstance(value, types) and not isinstance(value, bool),
-        f"{key}={value!r} has the wrong type; expected {expected}",
-    )
-    require(value in interval, f"{key}={value!r} is out of range; valid: {interval}")
-    return value
-
-
-def parse_overrides(
-    overrides: list[str] | tuple[str, ...] | dict[str, Any] | None, place: str = "overrides"
-) -> dict[str, Any]:
-    """``["a.b=1"]`` (the command line) or ``{"a.b": 1}`` (YAML) -> ``{"a.b": 1}``; values in
-    ``key=value`` items are parsed as YAML scalars. A key given twice is an error, not "last wins"."""
-    if overrides is None or isinstance(overrides, dict):
-        return dict(as_mapping(overrides, place))
-    require(
-        isinstance(overrides, (list, tuple)),
-        f"{place} must be a mapping or a list of key=value, got {type(overrides).__name__} {short(overrides)}",
-    )
-    out: dict[str, Any] = {}
-    given: dict[str, str] = {}  # key -> the item that set it, for the duplicate message
-    for item in overrides:
-        require(
-            isinstance(item, str), f"{place}: {item!r} is not of the form key=value (e.g. model.n_heads=1)"
-        )
-        key, sep, text = item.partition("=")
-        key = key.strip()
-        require(
-            bool(sep) and bool(key),
-            f"override {item!r} is not of the form key=value (e.g. model.n_heads=1)",
-        )
-        if key in given:
-            raise ConfigError(f"{place}: {key} is given twice ({given[key]!r} and {item!r}); give it once")
-        given[key] = item
-        try:
-            out[key] = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError as err:
-            raise ConfigError(f"override {item!r}: cannot parse the value: {err}") from None
-        except RecursionError:  # PyYAML's composer recurses once per nesting level
-            raise ConfigError(f"override {short(item)}: nested too deeply to parse") from None
-    return out
-
-
 def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     """Set ``raw["model"]["n_heads"]`` from ``"model.n_heads"``, naming valid keys on a miss."""
     if key == "seed":
@@ -284,108 +210,3 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     valid = [f.name for f in dataclasses.fields(SECTIONS[section])]
     require(name in valid, f"unknown config key {key!r}; valid {section} keys: {', '.join(valid)}")
     raw.setdefault(section, {})[name] = value
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that rejects duplicate keys (PyYAML silently keeps the last)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, Hashable):
-                continue  # SafeLoader refuses it with its own message
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def read_yaml(path: str | Path) -> Any:
-    """Read a YAML file, turning a missing or malformed file into a ConfigError."""
-    path = user_path(str(path), "YAML file")
-    require(not path.is_dir(), f"{path} is a folder; give a YAML file")
-    if not path.is_file():
-        raise ConfigError(f"file not found: {path}")
-    try:
-        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
-    except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
-        raise ConfigError(f"cannot read YAML file {path}: {err}") from None
-    except RecursionError:  # PyYAML's composer recurses once per nesting level
-        raise ConfigError(f"cannot read YAML file {path}: nested too deeply") from None
-
-
-def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
-    """The config file, its relative paths against its folder, then the command line's overrides
-    (relative paths against the current folder); refused if this machine cannot run it."""
-    raw = read_yaml(path)
-    require(
-        isinstance(raw, dict),
-        f"{path}: a train config must be a YAML mapping with sections {sorted(SECTIONS)}",
-    )
-    cfg = TrainConfig.from_dict(absolute_sections(raw, Path(path).parent))
-    cfg = cfg.override(absolute_paths(parse_overrides(overrides, "the command line"), Path.cwd()))
-    cfg.trainer.check_machine()
-    return cfg
-
-
-# The config keys that name a file or folder. A relative one resolves against the folder of the
-# file that names it (a command-line override: the current folder), once, when it is read: the
-# run's config.yaml then holds the absolute path it trained on, valid from any folder.
-PATH_KEYS = ("data.source", "data.cache_dir")
-
-
-def absolute_paths(overrides: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Dotted overrides with each relative path value made absolute against ``folder``."""
-    return {k: _absolute(k, v, folder) if k in PATH_KEYS else v for k, v in overrides.items()}
-
-
-def absolute_sections(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """A config mapping (``{"data": {"source": ...}}``) with its relative paths made absolute,
-    and a missing local ``data.source`` replaced by the same mapping's ``data.hub_fallback``."""
-    out = dict(raw)
-    for key in PATH_KEYS:
-        section, name = key.split(".")
-        values = out.get(section)
-        if isinstance(values, dict) and name in values:
-            out[section] = {**values, name: _absolute(key, values[name], folder)}
-    data = out.get("data")
-    if isinstance(data, dict) and data.get("hub_fallback") and isinstance(data.get("source"), str):
-        out["data"] = _hub_fallback(data)
-    return out
-
-
-def _hub_fallback(data: dict[str, Any]) -> dict[str, Any]:
-    """Only for a source written in the same file as its fallback: a path typed on the command
-    line that does not exist stays an error."""
-    source = data["source"]
-    if not os.path.isabs(source) or os.path.exists(source):
-        return data  # a hub name, or local data that is there
-    fallback = data["hub_fallback"]
-    print(
-        f"warning: data.source {source} does not exist here; using the hub data set {fallback!r} "
-        f"(data.hub_fallback)",
-        file=sys.stderr,
-    )
-    return {**data, "source": fallback}
-
-
-def _absolute(key: str, value: Any, folder: Path) -> Any:
-    if not isinstance(value, str) or not value.strip():
-        return value  # not a path: the field's type check reports it
-    path = Path(folder, user_path(value, key))
-    if key == "data.source" and not _names_local(value, path):
-        return value  # a hub name such as stanfordnlp/sst2
-    return os.path.abspath(path)  # normalizes "..", keeps symlinks as written
-
-
-def _names_local(source: str, path: Path) -> bool:
-    """Whether ``data.source`` names a local file or folder rather than a hub data set: it exists,
-    or looks like a path (the same rule as ``datamodules.text.resolve``)."""
-    if path.exists() or source.startswith((".", "/", "~")):
-        return True
-    from ablate.datamodules.sources import EXTENSIONS  # imports datasets: only for names like these
-
-    return source.lower().endswith(EXTENSIONS)

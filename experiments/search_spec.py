@@ -10,13 +10,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ablate.errors import ConfigError, Range, require
-from ablate.experiments.config import (
-    SEED_RANGE,
-    TrainConfig,
-    absolute_paths,
-    as_mapping,
-    require_number,
-)
+from ablate.experiments.config import SEED_RANGE, TrainConfig
+from ablate.experiments.loading import absolute_paths
+from ablate.experiments.parsing import as_mapping, require_number
 
 PRUNERS = ("median", "hyperband", "none")
 # The integer settings of the block: default and valid interval (sane upper bounds: a search of

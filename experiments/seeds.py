@@ -1,5 +1,5 @@
 """How an experiment spec names its seeds: a count or a list, an adaptive schedule
-(``seeds: {min, max, step, stop}``, run in rounds by ``sweeps/adaptive.py``), or crossed seed
+(``seeds: {min, max, step, stop}``, run in rounds by ``sweeps/run/adaptive.py``), or crossed seed
 factors (``seed_factors: {init, data_order}``)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ablate.errors import Range, require
-from ablate.experiments.config import SEED_RANGE, as_mapping, require_number
+from ablate.experiments.config import SEED_RANGE
+from ablate.experiments.parsing import as_mapping, require_number
 
 STOP_RULES = ("separated", "ci_width")
 # Seeds in one study: a count, a list, an adaptive max or a seed_factors product. Sane for a

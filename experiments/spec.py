@@ -11,19 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ablate.errors import ConfigError, require, user_path
-from ablate.experiments.config import (
-    TrainConfig,
-    absolute_paths,
-    absolute_sections,
-    as_mapping,
-    parse_overrides,
-    read_yaml,
-)
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.loading import absolute_paths, absolute_sections, read_yaml
+from ablate.experiments.parsing import as_mapping, parse_overrides
 from ablate.experiments.search_spec import SearchSpec, parse_search
 from ablate.experiments.seeds import AdaptiveSeeds, parse_adaptive, parse_seed_factors, parse_seeds
 
@@ -300,3 +296,36 @@ def spec_from_resolved(d: dict[str, Any]) -> ExperimentSpec:
         extra_seeds={v: tuple(s) for v, s in (d.get("extra_seeds") or {}).items()},
         seed_factors=d.get("seed_factors"),
     )
+
+
+def cell_from_args(spec: ExperimentSpec, args: list[str]) -> tuple[str, int, TrainConfig]:
+    """``variant=NAME [seed=N] [key=value ...]`` -> (variant, seed, config).
+
+    The other overrides go on the base and the variant's own overrides last,
+    as ``ablate sweep`` applies command-line overrides: a variant is defined by
+    what it sets, so a sampled value of a key it sets does not replace it.
+    """
+    rest: list[str] = []
+    variant: str | None = None
+    for item in args:
+        key, sep, value = item.partition("=")
+        if sep and key.strip() == "variant":
+            variant = value.strip()
+        else:
+            rest.append(item)
+    if variant not in spec.variants:
+        problem = f"no variant {variant!r} in" if variant else "variant=NAME is required with"
+        raise ConfigError(f"{problem} {spec.name}; choose one of {', '.join(spec.variants)}")
+    extra = parse_overrides(rest)
+    seed = extra.pop("seed", spec.seeds[0])
+    require(
+        isinstance(seed, int) and not isinstance(seed, bool),
+        f"seed={seed!r} must be an integer (the spec's seeds: {list(spec.seeds)})",
+    )
+    own = spec.variants[variant]
+    for key in sorted(set(extra) & set(own)):
+        print(
+            f"note: variant {variant} sets {key}={own[key]!r}; {key}={extra[key]!r} not applied",
+            file=sys.stderr,
+        )
+    return variant, seed, spec.base.override({**extra, **own, "seed": seed})

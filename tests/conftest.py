@@ -149,7 +149,7 @@ def trials_by_cell(run_dir: Path) -> dict[str, list[FrozenTrial]]:
     """The trials of study "tiny" in ``run_dir/study.db``, grouped by their ``cell`` user attribute."""
     import optuna  # here, not at the top: every test session imports this file
 
-    from ablate.sweeps.store import open_storage, sqlite_url
+    from ablate.sweeps.ledger.storage import open_storage, sqlite_url
 
     # The suite's own storage settings: long lock timeout, serialized transactions.
     study = optuna.load_study(study_name="tiny", storage=open_storage(sqlite_url(run_dir / "study.db")))

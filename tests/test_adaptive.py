@@ -11,7 +11,7 @@ import pytest
 
 from ablate.errors import ConfigError
 from ablate.experiments.spec import spec_from_dict, spec_from_resolved
-from ablate.sweeps.adaptive import decide, grow
+from ablate.sweeps.run.adaptive import decide, grow
 from tests.conftest import TINY_BASE, run_sweep, write_spec
 
 VARIANTS = {"baseline": {}, "no_pe": {"model.pe": "none"}, "one_head": {"model.n_heads": 1}}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ablate.errors import ConfigError
-from ablate.sweeps.aggregate import aggregate
+from ablate.sweeps.stats.aggregate import aggregate
 from tests.conftest import ablate_cmd, run_sweep, write_spec
 
 

@@ -1,4 +1,4 @@
-"""What optuna-dashboard shows for a study (sweeps/study_views.py): the objective named by the
+"""What optuna-dashboard shows for a study (sweeps/ledger/study_views.py): the objective named by the
 spec's metric, report.md as the study note, report.html and metric.png as study artifacts,
 trial user attributes that are scalars, and the resolved config as a trial artifact."""
 
@@ -18,8 +18,7 @@ from optuna.trial import TrialState
 
 from ablate.experiments.config import TrainConfig
 from ablate.experiments.spec import spec_from_resolved
-from ablate.sweeps.report_text import HEADER
-from ablate.sweeps.study_views import (
+from ablate.sweeps.ledger.study_views import (
     name_objective,
     open_artifacts,
     publish_report,
@@ -29,6 +28,7 @@ from ablate.sweeps.study_views import (
     trial_metrics,
     upload_config_of,
 )
+from ablate.sweeps.report.text import HEADER
 from tests.conftest import REPO, TINY_BASE, ablate_cmd, run_sweep, write_spec
 
 SCALARS = (str, int, float, bool, type(None))
@@ -135,7 +135,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_sweep_study_answers_in_the_dashboard(run_dir: Path) -> None:
     import optuna_dashboard
 
-    from ablate.sweeps.store import open_storage, sqlite_url
+    from ablate.sweeps.ledger.storage import open_storage, sqlite_url
 
     storage = open_storage(sqlite_url(run_dir / "study.db"))
     study = optuna.load_study(study_name="tiny", storage=storage)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ablate.commands import PRESETS, load_preset
-from ablate.experiments.config import SECTIONS, load_config
+from ablate.cli.commands import PRESETS, load_preset
+from ablate.experiments.config import SECTIONS
+from ablate.experiments.loading import load_config
 from ablate.experiments.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]

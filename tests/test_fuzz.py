@@ -32,8 +32,10 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from ablate.datamodules import ClassificationDataModule
 from ablate.datamodules.config import DataConfig
 from ablate.errors import ConfigError, choices
-from ablate.experiments.config import SECTIONS, TrainConfig, load_config, parse_overrides
+from ablate.experiments.config import SECTIONS, TrainConfig
 from ablate.experiments.io import input_file, output_folder
+from ablate.experiments.loading import load_config
+from ablate.experiments.parsing import parse_overrides
 from ablate.experiments.spec import SPEC_KEYS, spec_from_dict, spec_from_resolved
 from tests.conftest import TINY_BASE
 

@@ -26,11 +26,12 @@ import yaml
 from ablate.errors import ConfigError
 from ablate.experiments.io import atomic_dir, remove_stale_partials, write_json
 from ablate.experiments.spec import load_spec
-from ablate.sweeps.identity import changed_keys
-from ablate.sweeps.loop import worker_command
-from ablate.sweeps.outcome import Outcome, final_line, grid_outcome, search_outcome
-from ablate.sweeps.store import open_store, sqlite_url
-from ablate.sweeps.wandb_sweep import sweep_config
+from ablate.sweeps.integrations.wandb_sweep import sweep_config
+from ablate.sweeps.ledger.cells import open_store
+from ablate.sweeps.ledger.identity import changed_keys
+from ablate.sweeps.ledger.storage import sqlite_url
+from ablate.sweeps.run.loop import worker_command
+from ablate.sweeps.run.outcome import Outcome, final_line, grid_outcome, search_outcome
 from tests.conftest import TINY_BASE, TINY_YAML, run_sweep, write_spec
 from tests.test_bad_inputs import run_forked
 
@@ -100,7 +101,7 @@ EMPTY_SPEC_JSON = {"runs/tiny": None, "runs/tiny/spec.json": "{}"}
 
 
 CASES: dict[str, Case] = {
-    # --- numeric options: one range table (sweeps/cli_checks.py) -----------------------------
+    # --- numeric options: one range table (cli/checks.py) -----------------------------
     "heartbeat-zero": Case(
         [*SWEEP, "--heartbeat", "0"], ["--heartbeat=0 is out of range", "[1, 3600]"], SPEC
     ),
@@ -385,7 +386,7 @@ def test_empty_study_file_is_refused(tmp_path: Path) -> None:
 
 def test_a_refused_storage_leaves_no_run_folder(tmp_path: Path) -> None:
     """A server that cannot be reached fails after the URL check: the run folder made for it goes."""
-    from ablate.sweeps.grid import sweep
+    from ablate.sweeps.run.grid import sweep
 
     spec = load_spec(write_spec(tmp_path, seeds=1, heatmap_seeds=[0]))
     with pytest.raises(ConfigError, match="cannot create the study file .* not found"):
@@ -464,7 +465,7 @@ def test_changed_keys_name_the_settings() -> None:
 
 
 def test_workers_and_wandb_agents_do_not_import_from_the_current_folder(tmp_path: Path) -> None:
-    for module in ("ablate.sweeps.worker", "ablate.sweeps.search_worker"):
+    for module in ("ablate.sweeps.run.worker", "ablate.sweeps.run.search_worker"):
         cmd = worker_command(module, ["--run-dir", "x"])
         assert cmd[:2] == [sys.executable, "-P"] and Path(cmd[2]).is_absolute() and cmd[3] == module
     spec = load_spec(write_spec(tmp_path, seeds=1, heatmap_seeds=[0]))
@@ -479,7 +480,7 @@ def test_the_catalog_covers_every_class() -> None:
 def test_a_study_file_deleted_or_replaced_mid_run_is_no_success(tmp_path: Path) -> None:
     """The processes of a sweep go on writing to a study file that was deleted or replaced (they
     hold it open), so its counts are no success: the outcome says so and exits 1."""
-    from ablate.sweeps.study_file import create_study_file, file_identity, file_lost
+    from ablate.sweeps.ledger.study_file import create_study_file, file_identity, file_lost
 
     path = tmp_path / "study.db"
     create_study_file(path)
@@ -501,7 +502,7 @@ def test_ctrl_c_during_a_claim_fails_the_claimed_work() -> None:
     import os
     import signal
 
-    from ablate.sweeps.loop import idle_wait, work_loop
+    from ablate.sweeps.run.loop import idle_wait, work_loop
 
     failed: list[tuple[str, str | None]] = []
 

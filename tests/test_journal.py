@@ -18,8 +18,8 @@ import optuna
 import pytest
 from optuna.trial import FrozenTrial, TrialState
 
-from ablate.sweeps.journal import HEARTBEAT_ATTR, HeartbeatJournalStorage
-from ablate.sweeps.store import open_storage, study_lock
+from ablate.sweeps.ledger.journal import HEARTBEAT_ATTR, HeartbeatJournalStorage
+from ablate.sweeps.ledger.storage import open_storage, study_lock
 from tests.conftest import TINY_BASE, ablate_cmd, write_spec
 from tests.test_bad_inputs import run_forked
 
@@ -174,7 +174,7 @@ def test_three_sweeps_two_workers_each_on_one_journal(tmp_path: Path) -> None:
         assert summary["cells"]["complete"] == 24
     ran = run_forked(["report", "machine0/tiny", "--storage", f"journal:{journal}"], tmp_path)
     assert ran.returncode == 0, ran.stderr
-    from ablate.sweeps.dashboard import open_run_storage
+    from ablate.sweeps.integrations.dashboard import open_run_storage
 
     name, storage = open_run_storage(tmp_path / "machine1" / "tiny", f"journal:{journal}")
     assert name == "tiny" and isinstance(storage, HeartbeatJournalStorage)
@@ -201,7 +201,9 @@ def test_kill_workers_then_resume_on_journal(tmp_path: Path) -> None:
         running = [c for c, ts in cells.items() if any(t.state == TrialState.RUNNING for t in ts)]
         if running and 1 <= len(done) <= 2:
             pids = subprocess.run(
-                ["pgrep", "-f", f"ablate.sweeps.worker --run-dir {run_dir}"], capture_output=True, text=True
+                ["pgrep", "-f", f"ablate.sweeps.run.worker --run-dir {run_dir}"],
+                capture_output=True,
+                text=True,
             ).stdout.split()
             for pid in pids:
                 os.kill(int(pid), signal.SIGKILL)

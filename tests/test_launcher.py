@@ -12,8 +12,8 @@ import yaml
 from optuna.trial import TrialState
 
 from ablate.errors import ConfigError
-from ablate.sweeps.launcher import check_launcher, parse_slurm
-from ablate.sweeps.store import open_storage
+from ablate.sweeps.ledger.storage import open_storage
+from ablate.sweeps.run.launcher import check_launcher, parse_slurm
 from tests.conftest import TINY_BASE, ablate_cmd, write_spec
 from tests.test_bad_inputs import run_forked
 from tests.test_journal import journal_trials

@@ -30,7 +30,7 @@ def test_a_claim_does_not_read_the_whole_grid(
     every trial twice per cell: O(cells^2) for a sweep). A second worker taking cells from
     under the first one's cached list costs the first lost compare-and-sets, never a duplicate."""
     from ablate.benchmarks.ledger import ledger_spec
-    from ablate.sweeps import store as store_mod
+    from ablate.sweeps.ledger import cells as store_mod
 
     monkeypatch.setattr(store_mod, "UPKEEP_EVERY_S", float("inf"))
     url = f"sqlite:///{tmp_path / 'study.db'}" if backend == "sqlite" else f"journal:{tmp_path / 'j.log'}"
@@ -67,7 +67,7 @@ def test_a_store_opened_between_the_first_stores_two_writes_finds_a_whole_record
     import optuna
 
     from ablate.benchmarks.ledger import ledger_spec
-    from ablate.sweeps.store import open_store
+    from ablate.sweeps.ledger.cells import open_store
 
     url, spec = f"journal:{tmp_path / 'j.log'}", ledger_spec(4)
     opened_between = []

@@ -1,6 +1,6 @@
-"""The per-variant lr check: ``python -m ablate.benchmarks.lr_check`` (its runs' names, learning
+"""The per-variant lr check: ``ablate lr-check`` (its runs' names, learning
 rates and refusals, without running sweeps) and the README's choice and statistics of the
-per-variant lr rows (benchmarks/tuned_rows.py) on synthetic results.csv rows."""
+per-variant lr rows (docs/_gen/tuned_rows.py) on synthetic results.csv rows."""
 
 from __future__ import annotations
 
@@ -13,20 +13,22 @@ import numpy as np
 import pytest
 import yaml
 
-from ablate.benchmarks import lr_check, tuned_rows
-from ablate.benchmarks import readme_tables as rt
+from ablate.cli import main
 from ablate.errors import ConfigError
 from ablate.experiments.spec import load_spec
-from ablate.sweeps.exact import mwu_exact, sign_flip
+from ablate.sweeps.run import lr_check
+from ablate.sweeps.stats.exact import mwu_exact, sign_flip
+from docs._gen import readme_tables as rt
+from docs._gen import tuned_rows
 from tests.conftest import TINY_BASE, write_spec
 
 # ---- lr_check: names, learning rates, refusals ---------------------------------------------------
 
 
 def test_run_names_and_factors() -> None:
-    assert tuned_rows.lr_run_name("heads", 0.5) == "heads-lr0.5x"
-    assert tuned_rows.lr_run_name("heads", 2.0) == "heads-lr2x"
-    assert tuned_rows.lr_run_name("heads", 0.25) == "heads-lr0.25x"
+    assert lr_check.lr_run_name("heads", 0.5) == "heads-lr0.5x"
+    assert lr_check.lr_run_name("heads", 2.0) == "heads-lr2x"
+    assert lr_check.lr_run_name("heads", 0.25) == "heads-lr0.25x"
     present = {
         "heads",
         "heads-lr0.5x",
@@ -67,17 +69,12 @@ def test_plan_scales_the_resolved_lr_and_renames_the_spec(tmp_path: Path) -> Non
     shared = load_spec(spec_path, ["trainer.max_steps=2"], profile="cpu")
     for (spec_file, ov), factor in zip(plan, (0.5, 2.0), strict=True):
         renamed = load_spec(spec_file, ov, profile="cpu")  # read from another folder: paths absolute
-        assert renamed.name == tuned_rows.lr_run_name("tiny", factor)
+        assert renamed.name == lr_check.lr_run_name("tiny", factor)
         assert renamed.base.optim.lr == pytest.approx(factor * 0.004)
         assert (
             renamed.base.override({"optim.lr": 0.004}) == shared.base and renamed.variants == shared.variants
         )
         assert tuned_rows.lr_run_differences(shared.to_dict(), renamed.to_dict(), factor) == []
-    cmd = lr_check.sweep_command(plan[1][0], plan[1][1], profile="cpu", runs=Path("runs"), workers=2)
-    assert cmd == [
-        sys.executable, "-m", "ablate", "sweep", str(plan[1][0]), "--profile", "cpu", "trainer.max_steps=2",
-        "optim.lr=0.008", "--out", "runs", "--no-wandb", "--workers", "2",
-    ]  # fmt: skip
     # an optim.lr on the command line is the base lr; each factor replaces it
     plan = lr_check.plan(spec_path, ["optim.lr=0.01"], None, [0.5], tmp_path / "specs")
     assert plan[0][1] == ["optim.lr=0.005"]
@@ -99,7 +96,7 @@ def test_the_renamed_spec_keeps_its_relative_paths(tmp_path: Path) -> None:
     [
         (["--factors", "1,2"], "--factors '1,2': give distinct positive numbers other than 1"),
         (["--factors", "200"], "lr x200 of the base lr 0.01: optim.lr=2.0 is out of range; valid: (0, 1]"),
-        (["--workers", "0"], "--workers must be >= 1, got 0"),
+        (["--workers", "0"], "--workers=0 is out of range; valid: [1, 256]"),
         (["model.no_such_key=1"], "model.no_such_key"),
     ],
 )
@@ -108,7 +105,7 @@ def test_bad_options_are_one_message_and_write_nothing(
 ) -> None:
     spec_path = write_spec(tmp_path, base={**TINY_BASE, "optim": {"lr": 0.01}})
     runs = tmp_path / "runs"
-    assert lr_check.main([str(spec_path), "--runs", str(runs), *args]) == 2
+    assert main(["lr-check", str(spec_path), "--out", str(runs), *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and words in err and err.count("\n") == 1
     assert not runs.exists()
@@ -118,7 +115,7 @@ def test_a_variant_with_its_own_lr_is_refused(tmp_path: Path, capsys: pytest.Cap
     variants = {"baseline": {}, "no_pe": {"model.pe": "none"}, "fast": {"optim.lr": 0.01}}
     spec_path = write_spec(tmp_path, variants=variants)
     runs = tmp_path / "runs"
-    assert lr_check.main([str(spec_path), "--runs", str(runs)]) == 2
+    assert main(["lr-check", str(spec_path), "--out", str(runs)]) == 2
     err = capsys.readouterr().err
     assert "tiny: variant(s) fast set optim.lr themselves, which would win over the scaled base lr" in err
     assert not runs.exists()
@@ -132,8 +129,8 @@ def test_lr_check_runs_the_sweep_into_the_folder_the_readme_reads(tmp_path: Path
     spec_path = write_spec(tmp_path, seeds=2, heatmap_seeds=[0])
     runs = tmp_path / "runs"
     proc = subprocess.run(
-        [sys.executable, "-m", "ablate.benchmarks.lr_check", str(spec_path), "--factors", "2",
-         "--runs", str(runs), "trainer.max_steps=2"],
+        [sys.executable, "-m", "ablate", "lr-check", str(spec_path), "--factors", "2",
+         "--out", str(runs), "--no-wandb", "trainer.max_steps=2"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

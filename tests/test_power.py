@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ablate.experiments.spec import spec_from_dict
-from ablate.sweeps.power import comparisons, power_at, seeds_needed
+from ablate.sweeps.report.power_table import comparisons
+from ablate.sweeps.stats.power import power_at, seeds_needed
 from tests.conftest import TINY_BASE, ablate_cmd, run_sweep, write_spec
 
 

@@ -15,9 +15,9 @@ from matplotlib.figure import Figure
 
 import ablate.experiments.io as io_mod
 from ablate.errors import ConfigError
-from ablate.sweeps.compare import attention_changes, compare_runs
-from ablate.sweeps.report import figure_png, plot_metric, write_report
-from ablate.sweeps.stats import summarize
+from ablate.sweeps.report.compare import attention_changes, compare_runs
+from ablate.sweeps.report.files import figure_png, plot_metric, write_report
+from ablate.sweeps.stats.summary import summarize
 
 VARIANTS = ["baseline", "no_pe"]
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ablate import cli, commands
+from ablate import cli
+from ablate.cli import commands
 from tests.conftest import TINY_BASE
 
 

@@ -19,10 +19,10 @@ from optuna.trial import TrialState
 from ablate import cli
 from ablate.errors import ConfigError
 from ablate.experiments.spec import spec_from_dict, spec_from_resolved
-from ablate.sweeps.search import tuned_spec
-from ablate.sweeps.search_store import distributions
-from ablate.sweeps.store import open_storage, sqlite_url
-from ablate.sweeps.study_views import trial_config
+from ablate.sweeps.ledger.search_store import distributions
+from ablate.sweeps.ledger.storage import open_storage, sqlite_url
+from ablate.sweeps.ledger.study_views import trial_config
+from ablate.sweeps.run.search import tuned_spec
 from tests.conftest import TINY_BASE, ablate_cmd
 
 SEARCH = {
@@ -259,7 +259,7 @@ def test_median_pruner_spares_the_first_n_warmup_validations(warmup: int) -> Non
     unchanged, ``n_warmup_steps: 1`` pruned every TPE proposal of the norm search at its
     first validation, still inside the warmup."""
     from ablate.experiments.search_spec import SearchSpec
-    from ablate.sweeps.search_store import make_pruner
+    from ablate.sweeps.ledger.search_store import make_pruner
 
     spec = SearchSpec(
         space={"optim.lr": {"low": 1e-4, "high": 1e-2}}, n_startup_trials=2, n_warmup_steps=warmup

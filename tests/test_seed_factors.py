@@ -17,7 +17,7 @@ from ablate.experiments.config import TrainConfig
 from ablate.experiments.run import run_cells
 from ablate.experiments.spec import spec_from_dict
 from ablate.lit_modules.seed_parallel import LitSeedParallel
-from ablate.sweeps.stats import variance_components
+from ablate.sweeps.stats.summary import variance_components
 from tests.conftest import TINY_BASE, run_sweep
 
 VARIANTS = {"baseline": {}, "no_pe": {"model.pe": "none"}}

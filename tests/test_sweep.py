@@ -152,7 +152,9 @@ def test_kill_worker_then_resume(tmp_path: Path) -> None:
         running = [c for c, ts in cells.items() if any(t.state == TrialState.RUNNING for t in ts)]
         if running and 1 <= len(done) <= 2:  # mid-sweep, even if a cell ends while we look
             pids = subprocess.run(
-                ["pgrep", "-f", f"ablate.sweeps.worker --run-dir {run_dir}"], capture_output=True, text=True
+                ["pgrep", "-f", f"ablate.sweeps.run.worker --run-dir {run_dir}"],
+                capture_output=True,
+                text=True,
             ).stdout.split()
             for pid in pids:
                 os.kill(int(pid), signal.SIGKILL)

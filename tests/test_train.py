@@ -13,7 +13,8 @@ import torch
 import yaml
 from torch import nn
 
-from ablate.experiments.config import TrainConfig, load_config
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.loading import load_config
 from ablate.experiments.run import run_trial
 from ablate.lit_modules.classifier import LitClassifier, warmup_cosine
 from ablate.lit_modules.config import ModelConfig, OptimConfig

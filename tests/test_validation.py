@@ -16,15 +16,9 @@ import yaml
 
 from ablate.datamodules.config import DataConfig
 from ablate.errors import ConfigError, Range, numeric_fields
-from ablate.experiments.config import (
-    SECTIONS,
-    SEED_RANGE,
-    TrainConfig,
-    TrainerConfig,
-    load_config,
-    parse_overrides,
-    read_yaml,
-)
+from ablate.experiments.config import SECTIONS, SEED_RANGE, TrainConfig, TrainerConfig
+from ablate.experiments.loading import load_config, read_yaml
+from ablate.experiments.parsing import parse_overrides
 from ablate.experiments.seeds import MAX_SEEDS
 from ablate.experiments.spec import load_spec, spec_from_dict
 from ablate.lit_modules.config import ModelConfig, OptimConfig

@@ -20,8 +20,8 @@ import pytest
 from ablate import cli
 from ablate.experiments.io import write_json
 from ablate.experiments.spec import ExperimentSpec, spec_from_dict
-from ablate.sweeps import wandb_glue
-from ablate.sweeps import wandb_report as wrep
+from ablate.sweeps.integrations import wandb_glue
+from ablate.sweeps.integrations import wandb_report as wrep
 from tests.conftest import TINY_BASE, run_sweep, write_spec
 
 # baseline vs two variants, one of them deeper (its heatmaps have a third layer), an extra metric.

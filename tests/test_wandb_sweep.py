@@ -17,9 +17,9 @@ import pytest
 import yaml
 from wandb.sdk.launch.sweeps.utils import create_sweep_command_args
 
-from ablate.cli import main
-from ablate.experiments.spec import load_spec
-from ablate.sweeps.wandb_sweep import cell_from_args, sweep_config
+from ablate.cli.parser import main
+from ablate.experiments.spec import cell_from_args, load_spec
+from ablate.sweeps.integrations.wandb_sweep import sweep_config
 from tests.conftest import TINY_YAML
 
 SEARCH = {

@@ -1,0 +1,79 @@
+"""The command line's own inputs, checked by one rule each before a command runs: numeric
+options in their ranges, preset names and files, and the exit line of commands that run cells."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ablate.errors import ConfigError, Range
+from ablate.sweeps.run.outcome import Outcome, final_line
+
+# Every numeric option of every subcommand (argparse dest -> valid interval).
+OPTION_RANGES: dict[str, Range] = {
+    "workers": Range(1, 256),
+    "heartbeat": Range(1, 3600),
+    "grace": Range(2, 86400),
+    "trials": Range(1, 100_000),
+    "port": Range(1, 65535),
+    "power": Range(0, 1, lo_open=True, hi_open=True),
+    "alpha": Range(0, 1, lo_open=True, hi_open=True),
+    "resamples": Range(10, 1_000_000),
+    "max_seeds": Range(3, 1000),
+    "delta": Range(-1e6, 1e6),
+}
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """A numeric option outside its range is a ConfigError stating the range."""
+    for dest, interval in OPTION_RANGES.items():
+        value = getattr(args, dest, None)
+        if value is not None and value not in interval:
+            raise ConfigError(f"--{dest.replace('_', '-')}={value} is out of range; valid: {interval}")
+    heartbeat, grace = getattr(args, "heartbeat", None), getattr(args, "grace", None)
+    if heartbeat is not None and grace is not None and grace <= heartbeat:
+        # A grace period within one heartbeat would fail cells whose worker is alive, and rerun them.
+        raise ConfigError(f"--grace={grace} must be longer than --heartbeat={heartbeat} (seconds)")
+
+
+def check_preset_name(name: str, presets: Path) -> Path:
+    """``reproduce NAME`` takes a preset's name, not a path: the file ``presets/NAME.yaml``."""
+    names = sorted(p.stem for p in presets.glob("*.yaml"))
+    if name not in names:
+        looks_like_path = "/" in name or name.endswith((".yaml", ".yml"))
+        hint = (
+            " (a path: reproduce takes a preset name; run a spec file with ablate sweep)"
+            if looks_like_path
+            else ""
+        )
+        raise ConfigError(
+            f"no preset {name!r}{hint}; choose one of {', '.join(names)} (ablate reproduce --list)"
+        )
+    return presets / f"{name}.yaml"
+
+
+def check_preset(path: Path, raw: Any, experiments: Path) -> dict[str, Any]:
+    """A preset: a mapping with ``experiments``, a non-empty list of spec files under ``experiments``."""
+    specs = raw.get("experiments") if isinstance(raw, dict) else None
+    if not isinstance(specs, list) or not specs or not all(isinstance(s, str) for s in specs):
+        raise ConfigError(f"{path}: a preset needs 'experiments', a list of experiment spec files")
+    missing = [s for s in specs if not (experiments / s).is_file()]
+    if missing:
+        raise ConfigError(f"{path}: experiment spec file(s) not found under {experiments}: {missing}")
+    return raw
+
+
+def print_outcome(console: Console, outcomes: list[tuple[str, Outcome]]) -> int:
+    """Print the first error of a failed cell and, last, the counts with the exit code; return it."""
+    for name, o in outcomes:
+        prefix = f"{name}: " if name else ""
+        if o.first_error:
+            console.print(f"{prefix}a failed cell: {o.first_error}", markup=False)
+        if o.lost:
+            console.print(f"{prefix}{o.lost}", markup=False, style="bold red")
+    line, code = final_line(outcomes)
+    console.print(line, markup=False, style=None if code == 0 else "bold yellow", soft_wrap=True)
+    return code

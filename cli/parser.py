@@ -1,0 +1,228 @@
+"""The ``ablate`` command line: its parser and ``main``.
+
+Every user error (bad config key, impossible combination, missing or
+malformed data) exits with code 2 and one message naming the problem, and
+leaves no output folder behind. What each subcommand does is in cli/commands.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from ablate.cli.checks import check_options
+from ablate.cli.commands import (
+    cmd_aggregate,
+    cmd_compare,
+    cmd_dashboard,
+    cmd_lr_check,
+    cmd_power,
+    cmd_report,
+    cmd_reproduce,
+    cmd_search,
+    cmd_sweep,
+    cmd_train,
+    cmd_wandb_report,
+    cmd_wandb_sweep,
+)
+from ablate.cli.tables import console
+from ablate.errors import ConfigError
+from ablate.sweeps.integrations.wandb_report import REPORT_FILE
+from ablate.sweeps.run.lr_check import DEFAULT_FACTORS
+
+EXIT_USAGE = 2
+
+
+def _sweep_options(p: argparse.ArgumentParser, default_workers: int | None = 1) -> None:
+    p.add_argument("overrides", nargs="*", help="dotted overrides applied to every variant's base")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers,
+        help=f"worker processes on this machine (default {default_workers or 'one per GPU or CPU core'})",
+    )
+    p.add_argument(
+        "--storage",
+        help="Optuna storage: a database URL, or journal:PATH (one file on a shared file system, "
+        "no server); default sqlite in the run folder",
+    )
+    p.add_argument("--out", help="parent folder of the run folder (default runs/)")
+    p.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
+    p.add_argument("--heartbeat", type=int, default=10, help="seconds between worker heartbeats")
+    p.add_argument("--grace", type=int, default=30, help="seconds without heartbeat before a cell is rerun")
+
+
+def _launcher_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--launcher",
+        choices=["processes", "local", "slurm"],
+        default="processes",
+        help="where the --workers workers run: processes on this machine (default), a SLURM job "
+        "array through submitit (slurm), or submitit's local executor (local)",
+    )
+    p.add_argument(
+        "--slurm",
+        metavar="KEY=VALUE,...",
+        help="with --launcher slurm: submitit's job parameters, e.g. "
+        "partition=gpu,gpus_per_node=1,timeout_min=120,array_parallelism=8",
+    )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("transformer-ablate")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ablate", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"ablate {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="train and evaluate one configuration")
+    train.add_argument(
+        "config", nargs="?", help="train config YAML (sections model, data, optim, trainer, seed)"
+    )
+    train.add_argument(
+        "overrides", nargs="*", help="dotted overrides, e.g. model.n_heads=1 model.pe=none seed=3"
+    )
+    train.add_argument("--out", help="output folder (default runs/train/<task>-<time>)")
+    train.add_argument("--no-progress", action="store_true", help="hide the Lightning progress bar")
+    train.add_argument(
+        "--no-checkpoint", action="store_true", help="do not save the final weights (DIR/final.ckpt)"
+    )
+    train.add_argument(
+        "--spec",
+        help="train one cell of an experiment instead of CONFIG: variant=NAME [seed=N] "
+        "(what wandb agent runs; default --out runs/<name>/wandb-sweep/<variant>-s<seed>-<time>)",
+    )
+    train.add_argument("--profile", help="with --spec: apply the spec's named profile to the base")
+    train.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved config (YAML) and exit; trains nothing",
+    )
+    train.set_defaults(func=cmd_train)
+
+    ws = sub.add_parser("wandb-sweep", help="print a W&B sweep configuration (YAML) for an experiment")
+    ws.add_argument("spec", help="experiment spec YAML")
+    ws.add_argument("overrides", nargs="*", help="dotted overrides applied to every variant's base")
+    ws.add_argument("--method", choices=["grid", "random", "bayes"], default="grid", help="default grid")
+    ws.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    ws.set_defaults(func=cmd_wandb_sweep)
+
+    sw = sub.add_parser("sweep", help="run every variant x seed of an experiment, then report")
+    sw.add_argument("spec", help="experiment spec YAML (name, base, variants, seeds, ...)")
+    sw.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    _sweep_options(sw)
+    _launcher_options(sw)
+    sw.set_defaults(func=cmd_sweep)
+
+    se = sub.add_parser(
+        "search", help="tune each variant on validation (TPE + pruning), optionally run the tuned grid"
+    )
+    se.add_argument("spec", help="experiment spec YAML with a 'search' block")
+    se.add_argument("--variants", help="comma-separated variants to tune (default: all)")
+    se.add_argument("--trials", type=int, help="trials per variant (default: the spec's search.trials)")
+    se.add_argument(
+        "--then-evaluate", action="store_true", help="then run every seed with each variant's best"
+    )
+    se.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    _sweep_options(se)
+    _launcher_options(se)
+    se.set_defaults(func=cmd_search)
+
+    lr = sub.add_parser(
+        "lr-check", help="run an experiment again at other learning rates (its shared lr, scaled)"
+    )
+    lr.add_argument("spec", help="experiment spec YAML")
+    lr.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    lr.add_argument(
+        "--factors", default=DEFAULT_FACTORS, help=f"lr factors, comma-separated (default {DEFAULT_FACTORS})"
+    )
+    _sweep_options(lr)
+    _launcher_options(lr)
+    lr.set_defaults(func=cmd_lr_check)
+
+    rp = sub.add_parser("report", help="(re)write the report of a sweep run folder")
+    rp.add_argument("run_dir")
+    rp.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
+    rp.set_defaults(func=cmd_report)
+
+    db = sub.add_parser("dashboard", help="review a sweep run folder in optuna-dashboard (local web UI)")
+    db.add_argument("run_dir")
+    db.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    db.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
+    db.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
+    db.set_defaults(func=cmd_dashboard)
+
+    pw = sub.add_parser("power", help="seeds each comparison needs, resampled from a finished study")
+    pw.add_argument("run_dir")
+    pw.add_argument("--delta", type=float, help="effect to detect (default: the observed one)")
+    pw.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
+    pw.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
+    pw.add_argument("--resamples", type=int, default=400, help="resamples per seed count (default 400)")
+    pw.add_argument("--max-seeds", type=int, default=50, help="largest seed count tried (default 50)")
+    pw.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
+    pw.set_defaults(func=cmd_power)
+
+    ag = sub.add_parser("aggregate", help="one table across tasks: IQM and P(improve) of normalized scores")
+    ag.add_argument("run_dirs", nargs="+", help="finished sweep run folders that share variant names")
+    ag.add_argument("--out", default="runs/aggregate", help="output stem: STEM.json and STEM.md")
+    ag.add_argument("--storage", help="Optuna storage URL if not each run folder's study.db")
+    ag.set_defaults(func=cmd_aggregate)
+
+    cp = sub.add_parser("compare", help="put two sweep run folders side by side")
+    cp.add_argument("run_a")
+    cp.add_argument("run_b")
+    cp.add_argument("--out", help="output folder (default RUN_A-vs-NAME_B)")
+    cp.set_defaults(func=cmd_compare)
+
+    rr = sub.add_parser("reproduce", help="run a preset ablation end to end")
+    rr.add_argument("name", nargs="?", help="preset name (see --list)")
+    rr.add_argument("--list", action="store_true", help="list the presets")
+    rr.add_argument("--profile", choices=["cpu", "gpu"], help="cpu: minutes on 2 cores; gpu: full size")
+    _sweep_options(rr, default_workers=None)
+    _launcher_options(rr)
+    rr.set_defaults(func=cmd_reproduce)
+    wr = sub.add_parser(
+        "wandb-report", help="build the W&B Report that reviews a sweep (offline: write its spec)"
+    )
+    wr.add_argument("run_dir", help="sweep run folder (with spec.json)")
+    wr.add_argument(
+        "--from-spec",
+        action="store_true",
+        help=f"create the report from RUN_DIR/{REPORT_FILE} (written offline), once online",
+    )
+    wr.set_defaults(func=cmd_wandb_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    # Overrides may come after options (`--workers 2 model.pe=none`): collect them too.
+    args, extra = parser.parse_known_args(argv)
+    stray = [x for x in extra if x.startswith("-") or "=" not in x]
+    if stray or (extra and not hasattr(args, "overrides")):
+        parser.error(f"unrecognized arguments: {' '.join(stray or extra)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        check_options(args)
+        return func(args)
+    except ConfigError as err:
+        console.print(f"error: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        console.print("interrupted", markup=False)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The documentation's sources (pages/) and generators (_gen/); not part of the package."""

@@ -1,0 +1,442 @@
+"""``python -m docs._gen.readme_tables``: the README's result tables, generated from run folders.
+
+The inputs are committed copies of the run folders' ``summary.json`` (the statistics),
+``spec.json`` (the data set and the step count) and ``results.csv`` (per-cell values and wall
+times) of a preset's experiments::
+
+    benchmarks/results/<preset>/<experiment>.json          = runs/<experiment>/summary.json
+    benchmarks/results/<preset>/<experiment>.spec.json     = runs/<experiment>/spec.json
+    benchmarks/results/<preset>/<experiment>.results.csv   = runs/<experiment>/results.csv
+
+and the same three files of the experiment's companion runs, when they exist:
+``<experiment>-lr0.5x``, ``<experiment>-lr2x`` (``ablate lr-check``: the
+per-variant lr rows, docs/_gen/tuned_rows.py) and ``<experiment>-tuned`` (``ablate search
+--then-evaluate``: the rows tuned by search).
+
+Usage::
+
+    python -m docs._gen.readme_tables                   # print the table block of the preset
+    python -m docs._gen.readme_tables --write           # replace that block in README.md
+    python -m docs._gen.readme_tables --collect runs/   # copy the run folders' files into results/
+
+After ``./ablate reproduce remove-pe-single-head``: ``--collect runs/ --write`` (or the two in turn).
+In README.md the block sits between ``<!-- table:<preset> -->`` and ``<!-- /table -->``;
+tests/test_readme_tables.py fails when it differs from what this module prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ablate.sweeps.run.lr_check import SHARED
+from docs._gen.tuned_rows import (
+    LR_LABEL,
+    TUNED_LABEL,
+    cell_time_note,
+    companion_problem,
+    companions,
+    factor_label,
+    lr_note,
+    per_variant_lr,
+    read_results_csv,
+    tuned_note,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+RESULTS = REPO / "benchmarks" / "results"
+EXPERIMENTS = REPO / "experiments"
+DEFAULT_PRESET = "remove-pe-single-head"
+
+MINUS = "\u2212"  # the README's minus sign
+HEADER = "| data set (steps) | variant | median [IQR] | IQM | min–max | Δ [95 % CI] | p | p Holm | p MWU | P(improve) |"
+# data.task, or for task "text" the last part of data.source -> the name the README uses.
+DATASET_LABELS = {"order": "order-only", "lookup": "multi-lookup", "listops": "ListOps", "sst2": "SST-2"}
+BLOCK = re.compile(r"(<!-- table:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /table -->)", re.DOTALL)
+
+
+class TableError(Exception):
+    """A user error: missing inputs or README markers (exit code 2, one message)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder's files; ``rows`` is None for inputs committed without results.csv."""
+
+    summary: dict[str, Any]
+    spec: dict[str, Any]
+    rows: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment's shared-lr run, its lr check's runs (factor -> run) and its search-tuned run."""
+
+    main: Run
+    lr_runs: dict[float, Run] = field(default_factory=dict)
+    tuned: Run | None = None
+
+    @property
+    def label(self) -> str:
+        return dataset_label(self.main.spec)
+
+    def runs(self) -> Iterator[tuple[str, Run]]:
+        """(label, run) of every run, the shared one first: how the footer names them."""
+        yield self.label, self.main
+        for factor, run in self.lr_runs.items():
+            yield f"{self.label} {factor_label(factor)}", run
+        if self.tuned is not None:
+            yield f"{self.label} tuned", self.tuned
+
+    @cached_property
+    def lr_summary(self) -> dict[str, Any] | None:
+        """The per-variant lr rows (tuned_rows.per_variant_lr); None without an lr check."""
+        if not self.lr_runs:
+            return None
+        rows = {SHARED: self.main.rows or [], **{f: r.rows or [] for f, r in self.lr_runs.items()}}
+        return per_variant_lr(rows, self.main.summary, self.main.spec, shown_metrics([self]))
+
+
+# ---- formatting -------------------------------------------------------------------------------
+
+
+def number(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
+def signed(x: float | None) -> str:
+    """``+0.003`` / ``−0.125`` (a real minus sign)."""
+    return "–" if x is None else format(x, "+.3f").replace("-", MINUS)
+
+
+def p_text(p: float | None) -> str:
+    """Two significant digits (``0.69``, ``1``); one below 0.01 (``0.008``); ``<0.001`` below that."""
+    if p is None:
+        return "–"
+    if p < 0.001:
+        return "<0.001"
+    return format(p, ".1g" if p < 0.01 else ".2g")
+
+
+def md_row(cells: list[str]) -> str:
+    # An empty cell is "| |", as in the hand-written tables.
+    return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
+
+
+def spread_text(v: dict[str, Any] | None) -> str:
+    """``0.873 [0.863, 0.952]``: median [q1, q3], or – without a value."""
+    if v is None or v.get("median") is None:
+        return "–"
+    return f"{number(v['median'])} [{number(v['q1'])}, {number(v['q3'])}]"
+
+
+def dataset_label(spec: dict[str, Any]) -> str:
+    data = spec["base"]["data"]
+    key = data["task"]
+    if key == "text" and data.get("source"):
+        key = str(data["source"]).rstrip("/").rsplit("/", 1)[-1].lower()
+    return DATASET_LABELS.get(key, key)
+
+
+def shown_metrics(inputs: list[Experiment]) -> list[str]:
+    """The extra metrics that get a column: all but validation ones, which only choose."""
+    out: list[str] = []
+    for e in inputs:
+        out += [m for m in e.main.spec.get("extra_metrics", []) if not m.startswith("val/") and m not in out]
+    return out
+
+
+def header(extra: list[str]) -> list[str]:
+    """The header and rule rows: HEADER, then a median [IQR] column per extra metric."""
+    row = HEADER + "".join(f" {m} median [IQR] |" for m in extra)
+    return [row, "|" + "---|" * row.count(" |")]
+
+
+def variant_cells(label: str, v: dict[str, Any], *, is_baseline: bool) -> list[str]:
+    """variant | median [IQR] | IQM | min–max | Δ [95 % CI] | p | p Holm | p MWU | P(improve).
+
+    Δ is the median of the per-seed differences with its CI when the variant is paired with the
+    baseline, else the difference of medians; p is the exact test of that design (``test``).
+    """
+    if v["median"] is None:  # no complete cell
+        spread = ["–", "–", "–"]
+    else:
+        spread = [spread_text(v), number(v.get("iqm")), f"{number(v['min'])}–{number(v['max'])}"]
+    if is_baseline:
+        return [label, *spread, "", "", "", "", ""]
+    paired = bool(v.get("paired"))
+    d, ci = (v["delta_paired_median"], v["ci95_paired"]) if paired else (v["delta_median"], v["ci95"])
+    delta = signed(d) + (f" [{signed(ci[0])}, {signed(ci[1])}]" if ci else "")
+    improve = "–" if v["p_improve"] is None else f"{v['p_improve']:.2f}"
+    p_mwu = v.get("p_mwu", v["p_value"])
+    return [label, *spread, delta, p_text(v["p_value"]), p_text(v.get("p_holm")), p_text(p_mwu), improve]
+
+
+def summary_rows(first: str, summary: dict[str, Any], extra: list[str]) -> list[str]:
+    """The rows of one grid study's summary, baseline first; ``first`` in the first column."""
+    baseline = summary["baseline"]
+    names = [baseline, *(n for n in summary["variants"] if n != baseline)]
+    by_metric = summary.get("extra_metrics") or {}
+    return [
+        md_row(
+            [
+                first if i == 0 else "",
+                *variant_cells(n, summary["variants"][n], is_baseline=n == baseline),
+                *(spread_text(by_metric.get(m, {}).get(n)) for m in extra),
+            ]
+        )
+        for i, n in enumerate(names)
+    ]
+
+
+def chose_shared(e: Experiment) -> bool:
+    """Every variant's per-variant lr is the shared one: those rows would repeat the shared rows."""
+    return e.lr_summary is not None and all(f == SHARED for f in e.lr_summary["factors"].values())
+
+
+def experiment_rows(e: Experiment, extra: list[str]) -> list[str]:
+    """The rows of one experiment: the shared run's (the data set and steps on its first row), each
+    lr check run's (with descriptive columns only), the per-variant lr rows, the search-tuned rows."""
+    first = f"{e.label} ({e.main.spec['base']['trainer']['max_steps']})"
+    rows = summary_rows(first, e.main.summary, extra)
+    if shown_metrics([e]):  # the per-variant choice reads val/acc only: these columns at every lr
+        for factor, run in e.lr_runs.items():
+            rows += summary_rows(factor_label(factor), run.summary, extra)
+    if e.lr_summary is not None and not chose_shared(e):
+        rows += summary_rows(LR_LABEL, e.lr_summary, extra)
+    if e.tuned is not None:
+        rows += summary_rows(TUNED_LABEL, e.tuned.summary, extra)
+    return rows
+
+
+def _commit_text(commit: str | None) -> str:
+    if commit is None:
+        return "commit not recorded"
+    sha, dirty, _ = commit.partition("-dirty")
+    return f"commit `{sha[:12]}{'-dirty' if dirty else ''}`"
+
+
+def _overrides_text(spec: dict[str, Any]) -> str:
+    """The run's base overrides but trainer.max_steps (the table shows it): ``k=v k=v``."""
+    return " ".join(f"{k}={v}" for k, v in spec.get("base_overrides", {}).items() if k != "trainer.max_steps")
+
+
+def footer(inputs: list[Experiment]) -> str:
+    """The line under the table: the command, the commit(s) of the inputs, partial studies, the
+    base overrides of each run besides trainer.max_steps (a profile's or the command line's), the
+    cells' wall times and how the tuned rows were chosen."""
+    runs = [labelled for e in inputs for labelled in e.runs()]
+    commits = [(r.summary.get("provenance") or {}).get("commit") for _, r in runs]
+    if len(set(commits)) == 1:
+        where = "at " + _commit_text(commits[0])
+    else:  # inputs from different code: name each one
+        where = "at " + ", ".join(
+            f"{_commit_text(c)} ({lbl})" for c, (lbl, _) in zip(commits, runs, strict=True)
+        )
+    summaries = [r.summary for _, r in runs] + [e.lr_summary for e in inputs if e.lr_summary]
+    tests = {v["test"] for s in summaries for v in s["variants"].values() if v.get("test")}
+    line = f"Generated by `python -m docs._gen.readme_tables` from summaries produced {where}."
+    if tests:
+        line += f" p: {', '.join(f'`{t}`' for t in sorted(tests))}; Holm over each data set's comparisons."
+    partial = [
+        f"{lbl} {r.summary['cells']['complete']}/{r.summary['cells']['total']}"
+        for lbl, r in runs
+        if r.summary["cells"]["complete"] < r.summary["cells"]["total"]
+    ]
+    if partial:
+        line += " Partial studies (cells complete): " + ", ".join(partial) + "."
+    overrides = [
+        f"{e.label} `{_overrides_text(e.main.spec)}`" for e in inputs if _overrides_text(e.main.spec)
+    ]
+    if overrides:  # a profile's or the command line's, besides the step count the table shows
+        line += " Overrides: " + "; ".join(overrides) + "."
+    line += cell_time_note([(lbl, r.rows) for lbl, r in runs if r.rows is not None])
+    if checked := [e for e in inputs if e.lr_runs]:
+        line += lr_note([e.label for e in checked], [f for e in checked for f in e.lr_runs])
+    if same := [e for e in checked if chose_shared(e)]:
+        line += (
+            f" {', '.join(e.label for e in same)}: that choice is ×1 for every variant, so its rows would"
+            " repeat the shared rows and are left out."
+        )
+    if each := [e for e in checked if shown_metrics([e])]:
+        labels = ", ".join(factor_label(f) for f in sorted({f for e in each for f in e.lr_runs}))
+        line += (
+            f" Rows {labels} ({', '.join(e.label for e in each)}): every variant at that lr, because the"
+            f" per-variant choice does not look at {', '.join(shown_metrics(each))}."
+        )
+    return line + tuned_note([(e.label, e.tuned.spec) for e in inputs if e.tuned is not None])
+
+
+def render(inputs: list[Experiment]) -> str:
+    """The README block (without its markers) for the preset's experiments, in its order."""
+    extra = shown_metrics(inputs)
+    lines = header(extra)
+    for e in inputs:
+        lines += experiment_rows(e, extra)
+    return "\n".join(lines) + "\n\n" + footer(inputs) + "\n"
+
+
+# ---- inputs -----------------------------------------------------------------------------------
+
+Paths = tuple[Path, Path, Path]  # summary.json, spec.json, results.csv of one run
+
+
+def experiment_names(preset: str) -> list[str]:
+    """The experiments a preset runs (experiments/presets/<preset>.yaml), in its order."""
+    path = EXPERIMENTS / "presets" / f"{preset}.yaml"
+    if not path.is_file():
+        names = sorted(p.stem for p in (EXPERIMENTS / "presets").glob("*.yaml"))
+        raise TableError(f"no preset {preset!r}; choose one of {', '.join(names)}")
+    rels = yaml.safe_load(path.read_text())["experiments"]
+    return [yaml.safe_load((EXPERIMENTS / rel).read_text())["name"] for rel in rels]
+
+
+def run_paths(runs: Path, run: str) -> Paths:
+    return (runs / run / "summary.json", runs / run / "spec.json", runs / run / "results.csv")
+
+
+def result_paths(folder: Path, run: str) -> Paths:
+    return (folder / f"{run}.json", folder / f"{run}.spec.json", folder / f"{run}.results.csv")
+
+
+def read_run(paths: Paths, name: str, *, need_rows: bool, missing: Callable[[list[str]], str]) -> Run:
+    absent = [str(p) for p in (paths if need_rows else paths[:2]) if not p.is_file()]
+    if absent:
+        raise TableError(missing(absent))
+    summary, spec = (json.loads(p.read_text()) for p in paths[:2])
+    if summary.get("experiment") != name:
+        raise TableError(f"{paths[0]} is the summary of {summary.get('experiment')!r}, not of {name!r}")
+    return Run(summary, spec, read_results_csv(paths[2]) if paths[2].is_file() else None)
+
+
+def read_experiment(
+    name: str,
+    paths: Callable[[str], Paths],
+    present: set[str],
+    *,
+    need_rows: bool,
+    missing: Callable[[list[str]], str],
+) -> Experiment:
+    """The experiment's shared run, and its companion runs among ``present`` (run names);
+    ``missing`` words the error for absent files."""
+    main = read_run(paths(name), name, need_rows=need_rows, missing=missing)
+    lr_names, tuned_name = companions(name, present)
+    lr_runs = {f: read_run(paths(n), n, need_rows=True, missing=missing) for f, n in lr_names.items()}
+    tuned = read_run(paths(tuned_name), tuned_name, need_rows=True, missing=missing) if tuned_name else None
+    problems = [companion_problem(main.spec, lr_names[f], r.spec, f) for f, r in lr_runs.items()]
+    if tuned is not None:
+        problems.append(companion_problem(main.spec, f"{name}-tuned", tuned.spec))
+    if problem := next((p for p in problems if p), None):
+        raise TableError(problem)
+    if lr_runs and main.rows is None:
+        raise TableError(missing([str(paths(name)[2])]) + " (the per-variant lr rows need its cells)")
+    return Experiment(main, lr_runs, tuned)
+
+
+def load_inputs(preset: str, results: Path = RESULTS) -> list[Experiment]:
+    """Each experiment of the preset, with its companion runs, from results/<preset>/."""
+    folder = results / preset
+    present = {p.name[: -len(".json")] for p in folder.glob("*.json") if not p.name.endswith(".spec.json")}
+
+    def missing(absent: list[str]) -> str:
+        return (
+            f"no committed inputs {', '.join(absent)}; run `python -m docs._gen.readme_tables "
+            f"--preset {preset} --collect runs/` after `ablate reproduce {preset}`"
+        )
+
+    return [
+        read_experiment(n, lambda run: result_paths(folder, run), present, need_rows=False, missing=missing)
+        for n in experiment_names(preset)
+    ]
+
+
+def collect(preset: str, runs: Path, results: Path = RESULTS) -> list[Path]:
+    """Copy summary.json, spec.json and results.csv of every experiment's run folder, and of its
+    companions (runs/<experiment>-lr<f>x/, runs/<experiment>-tuned/) if any, into results/<preset>/.
+
+    Nothing is copied unless every experiment's run folder has the three files.
+    """
+    runs = Path(runs)
+    present = {p.name for p in runs.iterdir() if p.is_dir()} if runs.is_dir() else set()
+
+    def missing(absent: list[str]) -> str:
+        return f"{', '.join(absent)} missing: run `ablate reproduce {preset}` (or its sweeps) first"
+
+    pairs = []
+    for name in experiment_names(preset):
+        read_experiment(name, lambda run: run_paths(runs, run), present, need_rows=True, missing=missing)
+        lr_names, tuned_name = companions(name, present)  # checked by read_experiment
+        names = [name, *lr_names.values(), *([tuned_name] if tuned_name else [])]
+        pairs += [(run_paths(runs, n), result_paths(results / preset, n)) for n in names]
+    (results / preset).mkdir(parents=True, exist_ok=True)
+    copied = []
+    for src, dst in pairs:
+        for s, d in zip(src, dst, strict=True):
+            shutil.copyfile(s, d)
+            copied.append(d)
+    return copied
+
+
+# ---- README -----------------------------------------------------------------------------------
+
+
+def readme_blocks(text: str) -> dict[str, str]:
+    """Preset name -> the body between its markers in the README text."""
+    return {m["name"]: m["body"] for m in BLOCK.finditer(text)}
+
+
+def replace_block(text: str, preset: str, body: str) -> str:
+    if preset not in readme_blocks(text):
+        raise TableError(f"README.md has no block <!-- table:{preset} --> ... <!-- /table -->")
+    return BLOCK.sub(lambda m: m.group(1) + body + m.group(4) if m["name"] == preset else m.group(0), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m docs._gen.readme_tables", description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--preset", default=DEFAULT_PRESET, help=f"the preset whose table to make (default {DEFAULT_PRESET})"
+    )
+    ap.add_argument(
+        "--collect",
+        metavar="RUNS",
+        help="first copy RUNS/<experiment>/{summary.json,spec.json,results.csv} (and those of "
+        "RUNS/<experiment>-lr<f>x/, RUNS/<experiment>-tuned/) into the inputs",
+    )
+    ap.add_argument("--write", action="store_true", help="replace the preset's block in README.md")
+    args = ap.parse_args(argv)
+    try:
+        if args.collect:
+            for path in collect(args.preset, Path(args.collect)):
+                print(
+                    f"copied {path.relative_to(REPO) if path.is_relative_to(REPO) else path}", file=sys.stderr
+                )
+        body = render(load_inputs(args.preset))
+        if args.write:
+            old = README.read_text()
+            new = replace_block(old, args.preset, body)
+            if new != old:
+                README.write_text(new)
+            print(
+                f"README.md: table {args.preset} {'updated' if new != old else 'unchanged'}", file=sys.stderr
+            )
+        else:
+            sys.stdout.write(body)
+    except TableError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

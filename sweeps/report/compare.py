@@ -1,0 +1,195 @@
+"""Compare two run folders: medians side by side, and what changed in the archived attention.
+
+Typical use: the same study before and after a change (another PE scale, another data
+seed, a code fix). Attention is compared only where both archives hold the same variant,
+seed and layer with the same shape; anything else is listed as not comparable, because a
+difference of two differently shaped maps has no meaning.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ablate.experiments.io import output_folder
+from ablate.sweeps.ledger.run_folder import read_summary
+from ablate.sweeps.report.files import CSS, atomic_write, figure_png, png_data_uri
+from ablate.sweeps.report.text import fmt
+
+TOP_K = 5
+
+
+def load_summary(run: Path) -> dict[str, Any]:
+    """A run folder's summary.json; a ConfigError naming the file when it is missing or not one."""
+    return read_summary(Path(run))
+
+
+def attention_changes(npz_a: Path, npz_b: Path) -> dict[str, dict[str, np.ndarray] | str]:
+    """Per layer name: {"a", "b", "diff"} of probe example 0, cropped to its real tokens, each
+    (H, L0, L0) with diff = b - a, and "head_change" (H,): the mean |b - a| per head over every
+    probe example and every (query, key) pair of real tokens. A layer whose shapes or padding
+    masks differ maps to a string saying why it is not comparable.
+    """
+    with np.load(npz_a) as fa, np.load(npz_b) as fb:
+        a_files, b_files = dict(fa), dict(fb)
+    ma, mb = a_files.pop("attention_mask", None), b_files.pop("attention_mask", None)
+    out: dict[str, dict[str, np.ndarray] | str] = {}
+    layers = sorted(set(a_files) & set(b_files), key=lambda k: int(k[5:]) if k[5:].isdigit() else -1)
+    for name in (k for k in layers if re.fullmatch(r"layer\d+", k)):
+        a, b = a_files[name].astype(np.float64), b_files[name].astype(np.float64)  # (N, H, L, L)
+        if a.shape != b.shape or a.ndim != 4:
+            out[name] = f"shapes differ: A {a.shape} vs B {b.shape}"
+            continue
+        n, _, length, _ = a.shape
+        mask = np.ones((n, length), bool) if ma is None else ma.astype(bool)
+        if mb is not None and (mb.shape != mask.shape or not np.array_equal(mb.astype(bool), mask)):
+            out[name] = "probe padding masks differ (different probe batch)"
+            continue
+        pair = mask[:, :, None] & mask[:, None, :]  # (N, L, L) real query x real key
+        absdiff = np.abs(b - a) * pair[:, None]  # (N, H, L, L)
+        head_change = absdiff.sum(axis=(0, 2, 3)) / max(int(pair.sum()), 1)  # (H,)
+        keep = np.flatnonzero(mask[0])
+        crop = np.ix_(range(a.shape[1]), keep, keep)
+        out[name] = {
+            "a": a[0][crop],
+            "b": b[0][crop],
+            "diff": (b[0] - a[0])[crop],
+            "head_change": head_change,
+        }
+    return out
+
+
+def _figure(title: str, a: np.ndarray, b: np.ndarray, diff: np.ndarray) -> bytes:
+    """One PNG: a row per head with A, B and B - A (symmetric diverging scale so 0 is white)."""
+    heads = a.shape[0]
+    fig = Figure(figsize=(7.5, 2.4 * heads + 0.4), layout="constrained")
+    axes = fig.subplots(heads, 3, squeeze=False)
+    lim = max(float(np.abs(diff).max()), 1e-6)
+    ims: dict[int, Any] = {}
+    for h in range(heads):
+        for col, (m, label) in enumerate(((a[h], "A"), (b[h], "B"), (diff[h], "B - A"))):
+            ax = axes[h, col]
+            kw = (
+                {"cmap": "RdBu_r", "vmin": -lim, "vmax": lim}
+                if col == 2
+                else {"cmap": "viridis", "vmin": 0, "vmax": 1}
+            )
+            ims[col] = ax.imshow(m, **kw)
+            ax.set_title(f"head {h}: {label}", fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+    # One colour bar per scale, spanning all rows, so every panel keeps the same size.
+    fig.colorbar(ims[1], ax=axes[:, :2], shrink=0.6)
+    fig.colorbar(ims[2], ax=axes[:, 2], shrink=0.6)
+    fig.suptitle(title)
+    return figure_png(fig)
+
+
+def _archives(run: Path) -> dict[tuple[str, int], Path]:
+    found = {}
+    for p in Path(run).glob("heatmaps/*/seed*/attention.npz"):
+        m = re.fullmatch(r"seed(\d+)", p.parent.name)
+        if m:
+            found[(p.parent.parent.name, int(m.group(1)))] = p
+    return found
+
+
+def compare_runs(run_a: Path, run_b: Path, out: Path) -> dict[str, Path]:
+    """Write compare.md, compare.html and one PNG per compared (variant, seed, layer) into `out`.
+
+    Returns {"markdown": ..., "html": ..., "<variant>/seed<k>/layer<i>": figure path, ...}.
+    """
+    sa, sb = load_summary(run_a), load_summary(run_b)
+    out = Path(out)
+    output_folder(out)  # a file or an unwritable place is a ConfigError naming it
+    names = list(sa["variants"]) + [n for n in sb["variants"] if n not in sa["variants"]]
+    medians = []
+    for n in names:
+        ma, mb = sa["variants"].get(n, {}).get("median"), sb["variants"].get(n, {}).get("median")
+        medians.append(
+            [n, fmt(ma), fmt(mb), fmt(mb - ma if ma is not None and mb is not None else None, "+.4g")]
+        )
+    notes = []
+    if (sa["metric"], sa["direction"]) != (sb["metric"], sb["direction"]):
+        notes.append(
+            f"metrics differ: A {sa['metric']} ({sa['direction']}) vs B {sb['metric']} ({sb['direction']})"
+        )
+
+    arch_a, arch_b = _archives(run_a), _archives(run_b)
+    paths: dict[str, Path] = {}
+    changes: list[tuple[float, str, int, str, int]] = []  # (mean |Δ|, variant, seed, layer, head)
+    not_comparable: list[str] = []
+    figures: list[tuple[str, bytes]] = []
+    for variant, seed in sorted(set(arch_a) & set(arch_b)):
+        for layer, res in attention_changes(arch_a[(variant, seed)], arch_b[(variant, seed)]).items():
+            key = f"{variant}/seed{seed}/{layer}"
+            if isinstance(res, str):
+                not_comparable.append(f"{key}: {res}")
+                continue
+            changes += [(float(c), variant, seed, layer, h) for h, c in enumerate(res["head_change"])]
+            png = _figure(f"{key}, probe example 0", res["a"], res["b"], res["diff"])
+            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{variant}_seed{seed}_{layer}")
+            paths[key] = atomic_write(out / f"attention_{safe}.png", png)
+            figures.append((key, png))
+    changes.sort(key=lambda c: -c[0])
+    top = [[v, str(s), layer, str(h), f"{c:.4g}"] for c, v, s, layer, h in changes[:TOP_K]]
+
+    title = f"Compare {Path(run_a).name} (A) with {Path(run_b).name} (B): {sb['metric']}"
+    med_header = ["variant", "A median", "B median", "B - A"]
+    top_header = ["variant", "seed", "layer", "head", "mean abs Δ attention"]
+    md = [
+        f"# {title}",
+        "",
+        *[f"**Note:** {n}" for n in notes],
+        "",
+        "| " + " | ".join(med_header) + " |",
+        "|---|---|---|---|",
+    ]
+    md += ["| " + " | ".join(r) + " |" for r in medians]
+    md += ["", f"## Largest per-head attention changes (top {TOP_K})", ""]
+    if top:
+        md += [
+            "| " + " | ".join(top_header) + " |",
+            "|---|---|---|---|---|",
+            *["| " + " | ".join(r) + " |" for r in top],
+        ]
+    else:
+        md.append("No heatmap archive (variant, seed, layer) is present and comparable in both runs.")
+    if not_comparable:
+        md += ["", "## Not comparable", "", *[f"- {x}" for x in not_comparable]]
+    md += ["", *[f"- figure {k}: {p.name}" for k, p in paths.items()], ""]
+
+    def table(header: list[str], rows: list[list[str]]) -> str:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+    page = [
+        f"<h1>{html.escape(title)}</h1>",
+        *[f"<p class='warn'>{html.escape(n)}</p>" for n in notes],
+        table(med_header, medians),
+        f"<h2>Largest per-head attention changes (top {TOP_K})</h2>",
+    ]
+    page.append(table(top_header, top) if top else "<p>No comparable heatmap archive in both runs.</p>")
+    if not_comparable:
+        page.append(
+            "<h2>Not comparable</h2><ul>"
+            + "".join(f"<li>{html.escape(x)}</li>" for x in not_comparable)
+            + "</ul>"
+        )
+    page += [
+        f"<h3>{html.escape(k)}</h3><img src='{png_data_uri(png)}' alt='{html.escape(k)}'>"
+        for k, png in figures
+    ]
+    doc = (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{CSS}</style></head><body>{''.join(page)}</body></html>"
+    )
+    paths["markdown"] = atomic_write(out / "compare.md", "\n".join(md))
+    paths["html"] = atomic_write(out / "compare.html", doc)
+    return paths

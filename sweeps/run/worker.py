@@ -1,0 +1,198 @@
+"""A sweep worker: claim cells from the study and run them until none is left.
+
+Run by ``ablate sweep`` (one process per ``--workers``), or by hand on other
+machines against the same ``--storage``. Each cell calls ``run_trial``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import optuna
+from optuna.artifacts import FileSystemArtifactStore, upload_artifact
+from optuna.trial import TrialState
+
+from ablate.experiments.io import atomic_dir
+from ablate.experiments.run import run_cells
+from ablate.experiments.spec import ExperimentSpec
+from ablate.sweeps.integrations import wandb_glue
+from ablate.sweeps.ledger.cells import CellStore, open_store
+from ablate.sweeps.ledger.run_folder import read_run_spec
+from ablate.sweeps.ledger.study_views import (
+    CONFIG_ARTIFACT,
+    name_objective,
+    open_artifacts,
+    result_attrs,
+    set_attrs,
+    upload_config,
+)
+from ablate.sweeps.run.loop import heartbeats, idle_wait, work_loop
+from ablate.sweeps.stats.summary import objective
+
+log = logging.getLogger("ablate.worker")
+PROBE_SIZE = 4
+
+
+def archive(trial: optuna.Trial, result, heat_dir: Path, artifacts: FileSystemArtifactStore) -> dict:
+    """Attention heatmaps of the fixed probe batch, head entropy and importance; also Optuna artifacts."""
+    from ablate.lit_modules.callbacks import archive_attention
+
+    dm = result.extras["datamodule"]
+    if heat_dir.exists():
+        shutil.rmtree(heat_dir)  # left by a worker killed after writing it
+    with atomic_dir(heat_dir) as tmp:
+        heads = archive_attention(
+            result.extras["model"], dm.probe_batch(PROBE_SIZE), tmp, eval_batches=dm.test_dataloader()
+        )
+    for path in sorted(heat_dir.iterdir()):
+        upload_artifact(artifact_store=artifacts, file_path=str(path), study_or_trial=trial)
+    heads["pngs"] = [heat_dir / Path(p).name for p in heads["pngs"]]
+    return heads
+
+
+def fresh_cell_dir(run_dir: Path, variant: str, seed: int) -> Path:
+    cell_dir = run_dir / "cells" / f"{variant}-s{seed}"
+    for stale in cell_dir.parent.glob(f".{cell_dir.name}.partial-*"):
+        shutil.rmtree(stale, ignore_errors=True)  # a worker killed mid-cell left it
+    if cell_dir.exists():
+        shutil.rmtree(cell_dir)
+    return cell_dir
+
+
+def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, use_wandb: bool) -> None:
+    """Run claimed cells of one variant (``run_cells`` decides: each alone, or stacked)."""
+    spec = store.spec
+    variant = trials[0].params["variant"]
+    seeds = [t.params["seed"] for t in trials]
+    cfgs = [spec.cell_config(variant, seed) for seed in seeds]
+    dirs = [fresh_cell_dir(run_dir, variant, seed) for seed in seeds]
+    loggers = [
+        wandb_glue.cell_logger(spec, variant, seed, cfg, run_dir) if use_wandb else None
+        for seed, cfg in zip(seeds, cfgs, strict=True)
+    ]
+    try:
+        with contextlib.ExitStack() as stack:
+            tmps = [stack.enter_context(atomic_dir(d)) for d in dirs]
+            results = run_cells(cfgs[0], seeds, tmps, loggers=loggers)
+        artifacts = open_artifacts(run_dir)
+        for trial, result, logger, cell_dir in zip(trials, results, loggers, dirs, strict=True):
+            seed = trial.params["seed"]
+            heads = None
+            if seed in spec.heatmap_seeds:
+                heads = archive(trial, result, run_dir / "heatmaps" / variant / f"seed{seed}", artifacts)
+            upload_config(trial, cell_dir / CONFIG_ARTIFACT, artifacts)
+            wandb_id = None
+            if logger:
+                wandb_id = wandb_glue.finish_cell(logger, result.to_dict(), heads)
+            record(store, trial, result, wandb_id)
+    except BaseException:
+        for logger in loggers:  # else the next cell's logger would attach to an unfinished run
+            if logger:
+                logger.experiment.finish(exit_code=1)
+        raise
+
+
+def record(store: CellStore, trial: optuna.Trial, result, wandb_id: str | None) -> None:
+    """Store a finished cell on its trial as scalar user attributes (sweeps/ledger/study_views.py); its
+    value is the spec's metric. The per-head entropy and importance are the heads.json artifact."""
+    spec = store.spec
+    variant = trial.params["variant"]
+    attrs = result_attrs(
+        result.metrics, spec.variants[variant], diverged=result.diverged, wall_s=result.wall_s
+    )
+    wandb = {"wandb_id": wandb_id} if wandb_id else {}  # no empty column for a run without W&B
+    set_attrs(trial, {**attrs, "steps": result.steps, **wandb})
+    # Optuna fails NaN values; a diverged run is a result, so it stores the worst value.
+    store.study.tell(trial, objective(result.metrics, spec.metric, spec.direction))
+
+
+def claim_group(store: CellStore, poll_s: float) -> list[optuna.Trial] | None:
+    """Claim a cell, and up to ``trainer.seed_parallel`` - 1 more waiting seeds of its variant
+    (run_cells stacks them); None once every cell is complete or failed for good."""
+    while (trial := store.claim()) is None:
+        if not store.unfinished():
+            return None
+        idle_wait(poll_s)  # others are running cells; take over if one of them dies
+    trials = [trial]
+    variant = trial.params["variant"]
+    group = store.spec.cell_config(variant, trial.params["seed"]).trainer.seed_parallel
+    while len(trials) < group and (more := store.claim(variant)) is not None:
+        trials.append(more)
+    return sorted(trials, key=lambda t: t.params["seed"])  # claimed in random order (store.py)
+
+
+def fail_group(store: CellStore, trials: list[optuna.Trial], error: str | None) -> None:
+    """Mark the claimed trials not yet told FAIL (a group can fail after recording some members)."""
+    ids = {t._trial_id for t in trials}
+    told = {t._trial_id for t in store.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))}
+    for t in trials:
+        if t._trial_id in ids - told:
+            t.set_user_attr("error" if error else "interrupted", error or "interrupted")
+            store.study.tell(t, state=TrialState.FAIL)
+
+
+def work(
+    spec: ExperimentSpec,
+    run_dir: Path,
+    storage_url: str,
+    *,
+    use_wandb: bool,
+    heartbeat_s: int,
+    grace_s: int,
+    poll_s: float = 2.0,
+) -> int:
+    """Run cells until every cell is complete (or failed for good); return how many ran here."""
+    store = open_store(spec, storage_url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
+    name_objective(store.study, spec.metric)  # "test/acc" in optuna-dashboard, not "Objective 0"
+
+    def run(trials: list[optuna.Trial]) -> int:
+        with heartbeats(store.storage, [t._trial_id for t in trials]):
+            run_claimed(store, trials, run_dir, use_wandb=use_wandb)
+        return len(trials)
+
+    return work_loop(
+        lambda: claim_group(store, poll_s),
+        run,
+        lambda trials, error: fail_group(store, trials, error),
+        describe=lambda trials: f"cells {', '.join(t.user_attrs['cell'] for t in trials)}",
+        log=log,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ablate.sweeps.run.worker")
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--storage", required=True)
+    parser.add_argument("--no-wandb", action="store_true")
+    parser.add_argument("--heartbeat", type=int, default=10)
+    parser.add_argument("--grace", type=int, default=30)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s[%(process)d] %(message)s")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    run_dir = Path(args.run_dir)
+    spec = read_run_spec(run_dir)
+    # SLURM's scancel and job time limits send SIGTERM: handle it as Ctrl-C, so the running
+    # cell is marked interrupted and requeued at once, not after its heartbeat's grace period.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        work(
+            spec,
+            run_dir,
+            args.storage,
+            use_wandb=not args.no_wandb,
+            heartbeat_s=args.heartbeat,
+            grace_s=args.grace,
+        )
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,2 @@
+"""Statistics of an ablation: pure functions of typed rows and arrays. Imports nothing from
+``ablate`` but ``errors``."""
