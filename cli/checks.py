@@ -1,11 +1,9 @@
-"""The command line's own inputs, checked by one rule each before a command runs: numeric
-options in their ranges, preset names and files, and the exit line of commands that run cells."""
+"""The command line's own inputs, checked by one rule each before a command runs (numeric
+options in their ranges), and the exit line of commands that run cells."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -37,33 +35,6 @@ def check_options(args: argparse.Namespace) -> None:
     if heartbeat is not None and grace is not None and grace <= heartbeat:
         # A grace period within one heartbeat would fail cells whose worker is alive, and rerun them.
         raise ConfigError(f"--grace={grace} must be longer than --heartbeat={heartbeat} (seconds)")
-
-
-def check_preset_name(name: str, presets: Path) -> Path:
-    """``reproduce NAME`` takes a preset's name, not a path: the file ``presets/NAME.yaml``."""
-    names = sorted(p.stem for p in presets.glob("*.yaml"))
-    if name not in names:
-        looks_like_path = "/" in name or name.endswith((".yaml", ".yml"))
-        hint = (
-            " (a path: reproduce takes a preset name; run a spec file with ablate sweep)"
-            if looks_like_path
-            else ""
-        )
-        raise ConfigError(
-            f"no preset {name!r}{hint}; choose one of {', '.join(names)} (ablate reproduce --list)"
-        )
-    return presets / f"{name}.yaml"
-
-
-def check_preset(path: Path, raw: Any, experiments: Path) -> dict[str, Any]:
-    """A preset: a mapping with ``experiments``, a non-empty list of spec files under ``experiments``."""
-    specs = raw.get("experiments") if isinstance(raw, dict) else None
-    if not isinstance(specs, list) or not specs or not all(isinstance(s, str) for s in specs):
-        raise ConfigError(f"{path}: a preset needs 'experiments', a list of experiment spec files")
-    missing = [s for s in specs if not (experiments / s).is_file()]
-    if missing:
-        raise ConfigError(f"{path}: experiment spec file(s) not found under {experiments}: {missing}")
-    return raw
 
 
 def print_outcome(console: Console, outcomes: list[tuple[str, Outcome]]) -> int:

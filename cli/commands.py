@@ -1,12 +1,11 @@
-"""What each ``ablate`` subcommand does (cli.py parses the command line and calls one of
-these with its namespace; a ``ConfigError`` becomes exit code 2 there)."""
+"""What each ``ablate`` subcommand does: a thin call into the function that ``api.py`` reaches
+too, and the tables it prints (cli/parser.py parses the command line and calls one of these
+with its namespace; a ``ConfigError`` becomes exit code 2 there)."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +13,7 @@ import yaml
 from rich.markup import escape
 from rich.table import Table
 
-from ablate.cli.checks import check_preset, check_preset_name, print_outcome
+from ablate.cli.checks import print_outcome
 from ablate.cli.tables import (
     console,
     out_console,
@@ -49,33 +48,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.print_config:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
         return 0
-    out = Path(args.out or f"runs/train/{cfg.data.task}-{time.strftime('%Y%m%d-%H%M%S')}")
-    from ablate.experiments.io import atomic_dir
+    from ablate.experiments.train import default_out, train
 
-    with atomic_dir(out) as tmp:
-        from lightning.pytorch.callbacks import ModelCheckpoint
-        from lightning.pytorch.loggers import CSVLogger
-
-        from ablate.experiments.run import run_cells
-
-        # trainer.seed_parallel=K trains seed..seed+K-1 (one folder each); K=1 the one seed.
-        seeds = list(range(cfg.seed, cfg.seed + cfg.trainer.seed_parallel))
-        dirs = [tmp] if len(seeds) == 1 else [tmp / f"seed{s}" for s in seeds]
-        loggers = [CSVLogger(d, name="", version="") for d in dirs]
-        # The final weights (of the stack with seed_parallel > 1), saved once at max_steps.
-        checkpoint = ModelCheckpoint(
-            dirpath=tmp, filename="final", every_n_train_steps=cfg.trainer.max_steps, save_top_k=1
-        )
-        callbacks = [] if args.no_checkpoint else [checkpoint]
-        results = run_cells(
-            cfg, seeds, dirs, progress=not args.no_progress, loggers=loggers, callbacks=callbacks
-        )
-        named = (
-            [("value", results[0])]
-            if len(seeds) == 1
-            else [(f"seed{s}", r) for s, r in zip(seeds, results, strict=True)]
-        )
-    print_results(out, named)
+    out = Path(args.out) if args.out else default_out(cfg)
+    print_results(out, train(cfg, out, progress=not args.no_progress, checkpoint=not args.no_checkpoint))
     return 0
 
 
@@ -103,19 +79,6 @@ def cmd_wandb_sweep(args: argparse.Namespace) -> int:
         sweep_yaml(args.spec, method=args.method, profile=args.profile, overrides=args.overrides)
     )
     return 0
-
-
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
-PRESETS = EXPERIMENTS / "presets"
-
-
-def _sweep_one(
-    spec_path: Path, overrides: list[str], args: argparse.Namespace, profile: str | None
-) -> Outcome:
-    from ablate.experiments.spec import load_spec
-
-    spec = load_spec(input_file(spec_path), overrides, profile=profile)
-    return run_grid(spec, Path(args.out or "runs") / spec.name, args)
 
 
 def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> Outcome:
@@ -154,7 +117,10 @@ def _launcher(args: argparse.Namespace, run_dir: Path) -> Launcher:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    return print_outcome(console, [("", _sweep_one(Path(args.spec), args.overrides, args, args.profile))])
+    from ablate.experiments.spec import load_spec
+
+    spec = load_spec(input_file(args.spec), args.overrides, profile=args.profile)
+    return print_outcome(console, [("", run_grid(spec, Path(args.out or "runs") / spec.name, args))])
 
 
 def _lr_grid(spec: ExperimentSpec, out: Path, args: argparse.Namespace) -> Outcome:
@@ -182,24 +148,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     from ablate.experiments.spec import load_spec
 
     spec = load_spec(input_file(args.spec), args.overrides, profile=args.profile)
-    if spec.search is None:
-        raise ConfigError(
-            f"{args.spec} has no 'search' block (search.space, trials, metric, pruner); see README"
-        )
-    variants = args.variants.split(",") if args.variants else list(spec.variants)
-    unknown = [v for v in variants if v not in spec.variants]
-    if unknown or len(set(variants)) != len(variants):
-        raise ConfigError(
-            f"--variants {args.variants!r}: choose distinct names among {', '.join(spec.variants)}"
-        )
-    if args.then_evaluate and spec.baseline not in variants:
-        raise ConfigError(f"--then-evaluate needs the baseline {spec.baseline!r} among --variants")
-    trials = spec.search.trials if args.trials is None else args.trials
     import optuna
 
     from ablate.sweeps.run.outcome import search_outcome
-    from ablate.sweeps.run.search import search, tuned_spec
+    from ablate.sweeps.run.search import check_search, search, tuned_spec
 
+    given = args.variants.split(",") if args.variants else None
+    variants, trials = check_search(spec, given, args.trials, then_evaluate=args.then_evaluate)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     out = Path(args.out or "runs")
     run_dir = out / f"{spec.name}-search"
@@ -227,36 +182,26 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ablate.sweeps.ledger.run_folder import open_run
-    from ablate.sweeps.report.build import report
+    from ablate.sweeps.report.build import rewrite_report
 
     run_dir = Path(args.run_dir)
-    spec, store = open_run(run_dir, args.storage)
-    print_summary(report(spec, store, run_dir), run_dir)
+    print_summary(rewrite_report(run_dir, args.storage), run_dir)
     return 0
 
 
 def cmd_power(args: argparse.Namespace) -> int:
-    from ablate.experiments.io import write_json
-    from ablate.sweeps.ledger.run_folder import open_run
-    from ablate.sweeps.report.power_table import power_table
+    from ablate.sweeps.report.power_table import write_power
 
     run_dir = Path(args.run_dir)
-    spec, store = open_run(run_dir, args.storage)
-    table = power_table(
-        spec,
-        store,
+    table = write_power(
+        run_dir,
+        storage=args.storage,
         delta=args.delta,
         target=args.power,
         alpha=args.alpha,
         resamples=args.resamples,
         max_seeds=args.max_seeds,
     )
-    if not table["variants"]:
-        raise ConfigError(
-            f"{run_dir}: no variant has complete cells beside the baseline's; nothing to estimate"
-        )
-    write_json(run_dir / "power.json", table)
     print_power(table, run_dir)
     return 0
 
@@ -277,60 +222,40 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_preset(name: str) -> dict:
-    from ablate.experiments.loading import read_yaml
-
-    path = check_preset_name(name, PRESETS)
-    return check_preset(path, read_yaml(path), EXPERIMENTS)
-
-
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    from ablate.experiments.presets import load_preset, preset_names, preset_specs
+
     if args.list or not args.name:
         table = Table(title="presets (ablate reproduce NAME)")
         table.add_column("name")
         table.add_column("what it reproduces")
-        for path in sorted(PRESETS.glob("*.yaml")):
-            table.add_row(path.stem, load_preset(path.stem).get("description", ""))
+        for name in preset_names():
+            table.add_row(name, load_preset(name).get("description", ""))
         out_console.print(table)
         return 0
-    import torch
+    from ablate.sweeps.run.reproduce import default_profile, default_workers, reproduce
 
-    preset = load_preset(args.name)
-    profile = args.profile or ("gpu" if torch.cuda.is_available() else "cpu")
+    specs = preset_specs(args.name, args.overrides, args.profile or default_profile())  # validate all first
     if args.workers is None:
-        # One worker per GPU; on a CPU one single-threaded worker per core (up to 8).
-        args.workers = torch.cuda.device_count() or min(8, os.cpu_count() or 1)
-    specs = [EXPERIMENTS / p for p in preset["experiments"]]
-    from ablate.experiments.spec import load_spec
-
-    names = [load_spec(path, args.overrides, profile=profile).name for path in specs]  # validate all first
-    outcomes = [
-        (name, _sweep_one(path, args.overrides, args, profile))
-        for name, path in zip(names, specs, strict=True)
-    ]
-    if len(specs) > 1 and all(o.ok for _, o in outcomes):  # one table across the preset's tasks
-        out = Path(args.out or "runs")
-        write_aggregate([out / n for n in names], out / f"{args.name}-aggregate", args.storage)
+        args.workers = default_workers()
+    out = Path(args.out or "runs")
+    outcomes, agg = reproduce(
+        args.name, specs, out, lambda spec: run_grid(spec, out / spec.name, args), args.storage
+    )
+    if agg is not None:  # one table across the preset's tasks
+        print_aggregate(agg)
+        console.print(f"aggregate: {out / f'{args.name}-aggregate.md'} and .json", markup=False)
     elif len(specs) > 1:
         console.print("no table across tasks: not every cell is complete", markup=False)
     return print_outcome(console, outcomes if len(specs) > 1 else [("", outcomes[0][1])])
 
 
-def write_aggregate(run_dirs: list[Path], stem: Path, storage: str | None) -> None:
-    from ablate.experiments.io import atomic_write_bytes, write_json
-    from ablate.sweeps.report.across_tasks import from_run_dirs, markdown
-
-    agg = from_run_dirs(run_dirs, storage)
-    write_json(stem.with_suffix(".json"), agg)
-    atomic_write_bytes(stem.with_suffix(".md"), markdown(agg).encode())
-    print_aggregate(agg)
-    console.print(f"aggregate: {stem.with_suffix('.md')} and .json", markup=False)
-
-
 def cmd_aggregate(args: argparse.Namespace) -> int:
-    if len(args.run_dirs) < 2:
-        raise ConfigError("ablate aggregate needs at least two run folders (one per task)")
-    write_aggregate([Path(d) for d in args.run_dirs], Path(args.out), args.storage)
+    from ablate.sweeps.report.across_tasks import write_aggregate
+
+    stem = Path(args.out)
+    print_aggregate(write_aggregate([Path(d) for d in args.run_dirs], stem, args.storage))
+    console.print(f"aggregate: {stem.with_suffix('.md')} and .json", markup=False)
     return 0
 
 

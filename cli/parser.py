@@ -148,12 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
     lr.set_defaults(func=cmd_lr_check)
 
     rp = sub.add_parser("report", help="(re)write the report of a sweep run folder")
-    rp.add_argument("run_dir")
+    rp.add_argument("run_dir", help="sweep run folder (with spec.json)")
     rp.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
     rp.set_defaults(func=cmd_report)
 
     db = sub.add_parser("dashboard", help="review a sweep run folder in optuna-dashboard (local web UI)")
-    db.add_argument("run_dir")
+    db.add_argument("run_dir", help="sweep run folder (with spec.json)")
     db.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     db.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     db.set_defaults(func=cmd_dashboard)
 
     pw = sub.add_parser("power", help="seeds each comparison needs, resampled from a finished study")
-    pw.add_argument("run_dir")
+    pw.add_argument("run_dir", help="finished sweep run folder (with spec.json)")
     pw.add_argument("--delta", type=float, help="effect to detect (default: the observed one)")
     pw.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
     pw.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
@@ -178,8 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     ag.set_defaults(func=cmd_aggregate)
 
     cp = sub.add_parser("compare", help="put two sweep run folders side by side")
-    cp.add_argument("run_a")
-    cp.add_argument("run_b")
+    cp.add_argument("run_a", help="first sweep run folder")
+    cp.add_argument("run_b", help="second sweep run folder")
     cp.add_argument("--out", help="output folder (default RUN_A-vs-NAME_B)")
     cp.set_defaults(func=cmd_compare)
 

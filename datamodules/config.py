@@ -37,6 +37,55 @@ class DataConfig:
         "val_fraction": Range(0, 0.5, lo_open=True, hi_open=True),
         "num_workers": Range(0, 64),
     }
+    # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
+    DOCS = {
+        "task": (
+            "`order` (order-only: is A before B), `lookup` (multi-lookup), `listops`, `text` (hub or "
+            "local files)"
+        ),
+        "seed": "fixes the generated data / validation split",
+        "batch_size": "examples per batch",
+        "max_len": (
+            "longest input in tokens (before [CLS]): truncation for text, the upper length bound for "
+            "the synthetic tasks"
+        ),
+        "min_len": "shortest synthetic sequence",
+        "n_train": "training examples (synthetic)",
+        "n_val": "validation examples (synthetic)",
+        "n_test": "test examples (synthetic)",
+        "long_test_factor": (
+            "extra test split `test_long` generated with lengths scaled by this factor (length "
+            "extrapolation); 0 turns it off; synthetic tasks only"
+        ),
+        "n_symbols": "order: filler symbols besides the two marked tokens A and B",
+        "n_keys": "lookup: key alphabet size",
+        "n_values": "lookup: value alphabet size",
+        "n_pairs": "lookup: key-value tokens per example",
+        "listops_depth": "listops: maximum nesting depth",
+        "listops_args": "listops: maximum arguments per operator",
+        "source": (
+            "text: a hub name, a local CSV/TSV/JSON/Parquet file, a folder holding "
+            "train/validation(dev)/test files, a `save_to_disk` folder, or a folder of hub-layout "
+            "Parquet shards"
+        ),
+        "subset": (
+            "text, hub data sets: the configuration (e.g. `sst2` of `nyu-mll/glue`); also picks a "
+            "config of a local hub-layout folder"
+        ),
+        "revision": "text, hub data sets: branch, tag or commit to pin",
+        "hub_fallback": (
+            "text: a hub data set that replaces a local `data.source` written in the same file when "
+            "that path does not exist (an installed package has no `../shared/data`); one warning "
+            "line, and the resolved config records the hub name"
+        ),
+        "text_column": "text: column with the text",
+        "label_column": "text: column with integer labels 0..C-1",
+        "tokenizer": "text: `tokenizers` WordLevel or BPE, trained on the train split and saved with the run",
+        "vocab_size": "text: tokenizer vocabulary size",
+        "val_fraction": "text without a labelled validation split: this share of train becomes validation",
+        "cache_dir": "cache of generated / tokenized splits; default `~/.cache/ablate/data`",
+        "num_workers": "DataLoader workers (0 is fastest for these small batches)",
+    }
 
     task: Literal["order", "lookup", "listops", "text"] = "order"
     seed: int = 0

@@ -35,6 +35,32 @@ class TrainerConfig:
         "cpu_threads": Range(1, 1024),
         "order_seeds": Range(0, 1_000_000),
     }
+    # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
+    DOCS = {
+        "max_steps": "optimizer steps",
+        "val_every": "validate every this many steps during training (0 = only at the end)",
+        "precision": "`auto`: bf16-mixed on a GPU that supports it, 32-true otherwise",
+        "accelerator": "Lightning accelerator; `auto` takes a GPU where present",
+        "devices": "devices per run",
+        "deterministic": "`torch.use_deterministic_algorithms`: bit-identical reruns on CPU",
+        "log_every": "steps between logged training metrics",
+        "compile": "`torch.compile` the encoder (GPU; costs seconds of compile time per run)",
+        "seed_parallel": (
+            "`1`: every seed trains alone; `K > 1`: seeds train in stacks of at most K as one "
+            "vectorized model, the same in every entry point; `ablate train` trains seed..seed+K-1 "
+            "into `seed<k>/` folders. Part of the cell's configuration"
+        ),
+        "cpu_threads": (
+            "intra-op CPU threads of a cell (`torch.set_num_threads`); the thread count changes float"
+            " reduction order and so results, so it is part of the configuration, set by every entry "
+            "point whatever the worker count"
+        ),
+        "order_seeds": (
+            "`0`: the run seed drives init, data order and dropout together; `n > 0` (set by a spec's"
+            " `seed_factors`): seed s initializes from s // n and orders the data by s % n; dropout "
+            "stays keyed by s"
+        ),
+    }
 
     max_steps: int = 1000
     # Validate every this many steps during training (0 = only at the end).
@@ -135,6 +161,17 @@ class TrainConfig:
     """Everything one run needs. ``seed`` fixes init, data order and dropout."""
 
     RANGES = {"seed": SEED_RANGE}
+    # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
+    DOCS = {
+        "model": "the encoder classifier",
+        "data": "the data set and its batches",
+        "optim": "AdamW and its schedule",
+        "trainer": "how `lightning.Trainer` runs",
+        "seed": (
+            "init, data order and dropout (`data.seed` alone fixes the data set, so seed variance is "
+            "training variance)"
+        ),
+    }
 
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)

@@ -21,13 +21,11 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
+def atomic_write(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8) to a temporary file in the same folder, fsync, then rename
+    over ``path``: a crash or a full disk leaves the old file or the new one, never half of one."""
     path = Path(path)
+    data = data.encode("utf-8") if isinstance(data, str) else data
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -44,14 +42,15 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise ConfigError(f"cannot write {path}: {err.strerror}") from None
+    return path
 
 
 def write_json(path: str | Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def write_yaml(path: str | Path, data: Any) -> None:
-    atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))
+    atomic_write(path, yaml.safe_dump(data, sort_keys=False))
 
 
 @contextlib.contextmanager

@@ -31,6 +31,30 @@ class ModelConfig:
         "max_len": Range(1, 65536),
         "init_std": Range(0, 10, lo_open=True),
     }
+    # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
+    DOCS = {
+        "d_model": "model width",
+        "n_layers": "encoder blocks",
+        "n_heads": "attention heads; must divide d_model (head_dim = d_model / n_heads)",
+        "d_ff": "FFN hidden width (d_model → d_ff → d_model)",
+        "dropout": "residual, FFN and embedding dropout",
+        "attn_dropout": "dropout on attention probabilities",
+        "pe": "positional encoding",
+        "alibi": "with `pe: alibi`: −m·|i−j| for every head, or even heads look left and odd heads right",
+        "norm": "Pre-LN `x + f(LN(x))` with a final LayerNorm, or Post-LN `LN(x + f(x))`",
+        "pool": "[CLS] token or masked mean over real tokens",
+        "attn_impl": (
+            "fused `scaled_dot_product_attention` or the explicit path (heatmaps always use the "
+            "explicit path)"
+        ),
+        "activation": "FFN activation",
+        "max_len": (
+            "rows of the learned PE table ([CLS] included); longer inputs are an error with `pe: "
+            "learned` (the other PEs compute any position)"
+        ),
+        "scale_embeddings": "multiply token embeddings by √d_model (Vaswani et al. 2017, 3.4)",
+        "init_std": "std of linear and embedding weights",
+    }
 
     d_model: int = 64
     n_layers: int = 2
@@ -94,6 +118,17 @@ class OptimConfig:
         "beta2": Range(0, 1, hi_open=True),
         "eps": Range(0, 1, lo_open=True),
         "grad_clip": Range(0, 1e6),
+    }
+    # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
+    DOCS = {
+        "lr": "peak learning rate (AdamW)",
+        "weight_decay": "decay of linear weights (embeddings, PE, biases, LayerNorm: none)",
+        "warmup_ratio": "share of max_steps for linear warmup (0 allowed), then cosine decay",
+        "min_lr_ratio": "cosine floor as a share of lr",
+        "beta1": "AdamW β₁",
+        "beta2": "AdamW β₂",
+        "eps": "AdamW ε",
+        "grad_clip": "clip the global gradient norm; 0 turns clipping off",
     }
 
     lr: float = 2e-3

@@ -12,7 +12,7 @@ import pytest
 from ablate.errors import ConfigError
 from ablate.experiments.spec import spec_from_dict, spec_from_resolved
 from ablate.sweeps.run.adaptive import decide, grow
-from tests.conftest import TINY_BASE, run_sweep, write_spec
+from tests.conftest import TINY_BASE, cell_rows, run_sweep, write_spec
 
 VARIANTS = {"baseline": {}, "no_pe": {"model.pe": "none"}, "one_head": {"model.n_heads": 1}}
 
@@ -63,12 +63,7 @@ def test_grow_adds_seeds_to_undecided_variants_and_the_baseline() -> None:
     assert grow(g2, ["one_head"]) is None  # at max: nothing can grow
 
 
-def rows(values: dict[str, list[float]]) -> list[dict]:
-    return [
-        {"variant": v, "seed": s, "state": "complete", "test/acc": x}
-        for v, xs in values.items()
-        for s, x in enumerate(xs)
-    ]
+rows = cell_rows
 
 
 def test_decide_separated_and_ci_width() -> None:

@@ -32,7 +32,7 @@ from ablate.sweeps.ledger.identity import changed_keys
 from ablate.sweeps.ledger.storage import sqlite_url
 from ablate.sweeps.run.loop import worker_command
 from ablate.sweeps.run.outcome import Outcome, final_line, grid_outcome, search_outcome
-from tests.conftest import TINY_BASE, TINY_YAML, run_sweep, write_spec
+from tests.conftest import TINY_BASE, TINY_YAML, cell_row, run_sweep, write_spec
 from tests.test_bad_inputs import run_forked
 
 BAD_CSV = "sentence,label\ngood,1\nbad,0\nfine,positive\n" + "".join(
@@ -423,10 +423,10 @@ def test_stale_partial_folders_of_dead_processes_are_removed(tmp_path: Path) -> 
 
 def test_outcome_counts_and_exit_line() -> None:
     rows = [
-        {"variant": "baseline", "seed": 0, "state": "complete"},
-        {"variant": "no_pe", "seed": 0, "state": "failed", "error": "DataError: bad"},
-        {"variant": "baseline", "seed": 1, "state": "waiting"},
-        {"variant": "no_pe", "seed": 1, "state": "missing"},
+        cell_row("baseline", 0),
+        cell_row("no_pe", 0, state="failed", error="DataError: bad"),
+        cell_row("baseline", 1, state="waiting"),
+        cell_row("no_pe", 1, state="missing"),
     ]
     o = grid_outcome(rows)
     assert (o.total, o.complete, o.failed, o.missing) == (4, 1, 1, 2)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -18,9 +17,10 @@ from ablate.errors import ConfigError
 from ablate.experiments.spec import load_spec
 from ablate.sweeps.run import lr_check
 from ablate.sweeps.stats.exact import mwu_exact, sign_flip
+from ablate.sweeps.stats.rows import CellRow
 from docs._gen import readme_tables as rt
 from docs._gen import tuned_rows
-from tests.conftest import TINY_BASE, write_spec
+from tests.conftest import TINY_BASE, cell_row, write_spec
 
 # ---- lr_check: names, learning rates, refusals ---------------------------------------------------
 
@@ -147,11 +147,10 @@ def test_lr_check_runs_the_sweep_into_the_folder_the_readme_reads(tmp_path: Path
 # ---- the per-variant lr rows: choice and statistics ---------------------------------------------
 
 
-def rows(values: dict[str, list[tuple[float | None, float | None]]]) -> list[dict[str, Any]]:
+def rows(values: dict[str, list[tuple[float | None, float | None]]]) -> list[CellRow]:
     """results.csv rows as read back: variant -> (val/acc, test/acc) per seed (None: no value)."""
     return [
-        {"variant": v, "seed": s, "state": "complete", "diverged": val is None, "wall_s": 1.0}
-        | {"val/acc": val, "test/acc": test}
+        cell_row(v, s, test, metrics={"val/acc": val}, diverged=val is None, wall_s=1.0)
         for v, per_seed in values.items()
         for s, (val, test) in enumerate(per_seed)
     ]
@@ -228,9 +227,9 @@ def test_a_variant_that_changes_the_data_is_compared_unpaired() -> None:
 
 
 def test_cell_time_counts_the_cells_that_recorded_one() -> None:
-    cells = [{"wall_s": 30.0}, {"wall_s": 31.0}, {"wall_s": 60.0}, {"wall_s": None}, {"wall_s": float("nan")}]
+    cells = [cell_row("a", s, 1.0, wall_s=w) for s, w in enumerate([30.0, 31.0, 60.0, None, float("nan")])]
     assert tuned_rows.cell_time(cells) == (3, 31.0, 121.0)
-    assert tuned_rows.cell_time([{"wall_s": None}]) is None
+    assert tuned_rows.cell_time([cell_row("a", 0, wall_s=None)]) is None
     assert tuned_rows.cell_time_note([("ListOps", cells)]) == (
         " Cell time (each cell's own wall time; parallel workers overlap them): ListOps 3 cells, median 31 s, total 2.0 min."
     )
@@ -245,9 +244,23 @@ def test_results_csv_reads_back_typed(tmp_path: Path) -> None:
         "no_pe,3,fail,,,5,,boom,,\n"
     )
     got = tuned_rows.read_results_csv(path)
-    assert got[0] == {
-        "variant": "baseline", "seed": 10, "state": "complete", "diverged": False, "wall_s": 2.5,
-        "trial": "3", "wandb_id": None, "error": None, "test/acc": 0.5, "val/acc": 0.75,
-    }  # fmt: skip
-    assert got[1]["diverged"] is True and got[1]["test/acc"] is None
-    assert got[2]["state"] == "fail" and got[2]["error"] == "boom" and got[2]["wall_s"] is None
+    assert got[0] == CellRow(
+        variant="baseline", seed=10, state="complete", diverged=False, wall_s=2.5, trial=3,
+        metrics={"test/acc": 0.5, "val/acc": 0.75},
+    )  # fmt: skip
+    assert got[1].diverged is True and got[1].metric("test/acc") is None and got[1].metrics == {}
+    assert got[2].state == "fail" and got[2].error == "boom" and got[2].wall_s is None
+    # what a sweep writes reads back as the same row
+    rows = [*got, CellRow("a", 0, metrics={"test/acc": float("nan")}, diverged=True)]
+    assert [r.csv_fields() for r in tuned_rows.read_results_csv(_written(tmp_path, rows))][:3] == [
+        r.csv_fields() for r in got
+    ]
+
+
+def _written(tmp_path: Path, rows: list[CellRow]) -> Path:
+    """results.csv as the report writes it (sweeps/report/files.py)."""
+    from ablate.sweeps.report.files import _csv
+
+    path = tmp_path / "written.csv"
+    path.write_text(_csv(rows))
+    return path

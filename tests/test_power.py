@@ -12,7 +12,8 @@ import pytest
 from ablate.experiments.spec import spec_from_dict
 from ablate.sweeps.report.power_table import comparisons
 from ablate.sweeps.stats.power import power_at, seeds_needed
-from tests.conftest import TINY_BASE, ablate_cmd, run_sweep, write_spec
+from ablate.sweeps.stats.rows import CellRow
+from tests.conftest import TINY_BASE, ablate_cmd, cell_rows, run_sweep, write_spec
 
 
 def spec(variant_overrides: dict) -> object:
@@ -21,13 +22,8 @@ def spec(variant_overrides: dict) -> object:
     )
 
 
-def rows(base: list[float], variant: list[float]) -> list[dict]:
-    out = []
-    for name, values in (("baseline", base), ("v", variant)):
-        out += [
-            {"variant": name, "seed": s, "state": "complete", "test/acc": x} for s, x in enumerate(values)
-        ]
-    return out
+def rows(base: list[float], variant: list[float]) -> list[CellRow]:
+    return cell_rows({"baseline": base, "v": variant})
 
 
 def test_paired_all_equal_differences_need_six_seeds() -> None:

@@ -1,5 +1,6 @@
-"""The README's result tables are what ``python -m docs._gen.readme_tables`` prints for the
-committed inputs (benchmarks/results/<preset>/), and summary.json records its provenance."""
+"""The result tables (every preset's on the docs' results page, the main job's in the README too)
+are what ``python -m docs._gen.readme_tables`` prints for the committed inputs
+(benchmarks/results/<preset>/), and summary.json records its provenance."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from ablate.sweeps.report.files import CELL_COLUMNS
 from ablate.sweeps.report.provenance import git_commit, provenance
+from ablate.sweeps.stats.rows import CELL_COLUMNS, CellRow
 from ablate.sweeps.stats.summary import summarize
 from docs._gen import readme_tables as rt
+from tests.conftest import cell_row
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,13 +30,43 @@ def one(
 
 
 def test_readme_tables_match_the_generator() -> None:
-    blocks = rt.readme_blocks((REPO / "README.md").read_text())
-    assert rt.DEFAULT_PRESET in blocks, "README.md lost its <!-- table:remove-pe-single-head --> block"
-    for preset, body in blocks.items():
-        expected = rt.render(rt.load_inputs(preset))
-        assert body == expected, (
-            f"README table {preset!r} is stale: run `python -m docs._gen.readme_tables --preset {preset} --write`"
+    """Every block in README.md and in the results page is the generator's output; the results
+    page holds every preset's block, the README the main job's."""
+    pages = {page: rt.readme_blocks(page.read_text()) for page in (rt.README, rt.RESULTS_PAGE)}
+    assert rt.DEFAULT_PRESET in pages[rt.README], (
+        "README.md lost its <!-- table:remove-pe-single-head --> block"
+    )
+    missing = sorted(set(rt.preset_names()) - set(pages[rt.RESULTS_PAGE]))
+    assert not missing, (
+        f"{rt.RESULTS_PAGE.relative_to(REPO)} lacks the <!-- table:NAME --> block of {missing}"
+    )
+    for page, blocks in pages.items():
+        for preset, body in blocks.items():
+            assert page in rt.pages_of(preset), f"{page.name} holds {preset!r}, which --write never updates"
+            expected = rt.render(rt.load_inputs(preset))
+            assert body == expected, (
+                f"{page.relative_to(REPO)}: table {preset!r} is stale: run "
+                f"`python -m docs._gen.readme_tables --preset {preset} --write`"
+            )
+
+
+def test_write_updates_every_page_of_the_preset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme, results = tmp_path / "README.md", tmp_path / "results.md"
+    for page in (readme, results):
+        page.write_text(f"intro\n<!-- table:{rt.DEFAULT_PRESET} -->\nold\n<!-- /table -->\n")
+    results.write_text(results.read_text() + "<!-- table:heads -->\nold\n<!-- /table -->\n")
+    monkeypatch.setattr(rt, "REPO", tmp_path)
+    monkeypatch.setattr(rt, "README", readme)
+    monkeypatch.setattr(rt, "RESULTS_PAGE", results)
+    assert rt.main(["--preset", "heads", "--write"]) == 0
+    assert "old" in readme.read_text() and rt.readme_blocks(results.read_text())["heads"] != "old\n"
+    assert rt.main(["--write"]) == 0  # the main job: both pages
+    for page in (readme, results):
+        assert rt.readme_blocks(page.read_text())[rt.DEFAULT_PRESET] == rt.render(
+            rt.load_inputs(rt.DEFAULT_PRESET)
         )
+    results.write_text("no blocks\n")
+    assert rt.main(["--preset", "norm", "--write"]) == 2  # the page lost its block: one message
 
 
 def test_committed_inputs_are_the_presets_summaries() -> None:
@@ -215,36 +247,36 @@ def norm_spec(name: str = "norm", lr: float = 0.005, steps: int = 1000) -> dict[
     }
 
 
-def cells(values: dict[str, list[tuple[float, float]]], wall: float = 30.0) -> list[dict[str, Any]]:
+def cells(values: dict[str, list[tuple[float, float]]], wall: float = 30.0) -> list[CellRow]:
     """results.csv rows: variant -> (val/acc, test/acc) per seed; test_long/acc = test/acc - 0.1."""
     return [
-        {
-            "variant": v,
-            "seed": seed,
-            "state": "complete",
-            "diverged": False,
-            "wall_s": wall + seed,
-            "trial": 0,
-        }
-        | {"val/acc": val, "test/acc": test, "test_long/acc": round(test - 0.1, 6)}
+        cell_row(
+            v,
+            seed,
+            test,
+            metrics={"val/acc": val, "test_long/acc": round(test - 0.1, 6)},
+            wall_s=wall + seed,
+            trial=0,
+        )
         for v, per_seed in values.items()
         for seed, (val, test) in enumerate(per_seed)
     ]
 
 
-def results_csv(rows: list[dict[str, Any]]) -> str:
+def results_csv(rows: list[CellRow]) -> str:
     """The sweep's format (sweeps/report/files.py): the cell columns, then the metrics; empty = no value."""
-    metrics = sorted({k for r in rows for k in r} - set(CELL_COLUMNS))
+    records = [r.csv_fields() for r in rows]
+    metrics = sorted({k for r in rows for k in r.metrics})
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([*CELL_COLUMNS, *metrics])
     writer.writerows(
-        [["" if r.get(k) is None else r.get(k) for k in (*CELL_COLUMNS, *metrics)] for r in rows]
+        [["" if r.get(k) is None else r.get(k) for k in (*CELL_COLUMNS, *metrics)] for r in records]
     )
     return buf.getvalue()
 
 
-def write_run(paths: rt.Paths, spec: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+def write_run(paths: rt.Paths, spec: dict[str, Any], rows: list[CellRow]) -> None:
     """summary.json (sweeps.stats.summarize, as a sweep writes it), spec.json and results.csv."""
 
     def stats(metric: str) -> dict[str, Any]:

@@ -17,59 +17,23 @@ import ablate.experiments.io as io_mod
 from ablate.errors import ConfigError
 from ablate.sweeps.report.compare import attention_changes, compare_runs
 from ablate.sweeps.report.files import figure_png, plot_metric, write_report
+from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import summarize
+from tests.conftest import cell_row
 
 VARIANTS = ["baseline", "no_pe"]
 
 
-def _rows() -> list[dict]:
+def _rows() -> list[CellRow]:
     rows = []
     for s, (a, b) in enumerate(zip([0.9, 0.92, 0.95], [0.5, 0.52, 0.49], strict=True)):
-        rows.append(
-            {
-                "variant": "baseline",
-                "seed": s,
-                "state": "complete",
-                "diverged": False,
-                "wall_s": 2.0,
-                "trial": s,
-                "wandb_id": f"w{s}",
-                "error": None,
-                "test/acc": a,
-                "val/acc": a,
-            }
-        )
-        rows.append(
-            {
-                "variant": "no_pe",
-                "seed": s,
-                "state": "complete",
-                "diverged": s == 2,
-                "wall_s": 2.0,
-                "trial": 3 + s,
-                "wandb_id": None,
-                "error": None,
-                "test/acc": b,
-                "val/acc": b,
-            }
-        )
-    rows.append(
-        {
-            "variant": "no_pe",
-            "seed": 3,
-            "state": "running",
-            "diverged": None,
-            "wall_s": None,
-            "trial": None,
-            "wandb_id": None,
-            "error": None,
-            "test/acc": float("nan"),
-        }
-    )
+        rows.append(cell_row("baseline", s, a, metrics={"val/acc": a}, wall_s=2.0, trial=s, wandb_id=f"w{s}"))
+        rows.append(cell_row("no_pe", s, b, metrics={"val/acc": b}, diverged=s == 2, wall_s=2.0, trial=3 + s))
+    rows.append(cell_row("no_pe", 3, None, state="running", diverged=None))
     return rows
 
 
-def _summary(rows: list[dict]) -> dict:
+def _summary(rows: list[CellRow]) -> dict:
     return summarize(
         rows,
         experiment="tiny",
@@ -159,7 +123,7 @@ def test_report_files(tmp_path: Path) -> None:
 
 
 def test_complete_study_and_no_heatmaps(tmp_path: Path) -> None:
-    rows = [r for r in _rows() if r["state"] == "complete"]
+    rows = [r for r in _rows() if r.state == "complete"]
     md = write_report(tmp_path, _summary(rows), rows)["markdown"].read_text()
     assert "All 6 cells complete." in md and "Attention heads" not in md
 

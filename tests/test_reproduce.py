@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from ablate import cli
-from ablate.cli import commands
+from ablate.experiments import presets
 from tests.conftest import TINY_BASE
 
 
@@ -37,8 +37,8 @@ def tiny_preset(root: Path, *, second_base: dict | None = None) -> Path:
 
 
 def use_experiments(monkeypatch: pytest.MonkeyPatch, experiments: Path) -> None:
-    monkeypatch.setattr(commands, "EXPERIMENTS", experiments)
-    monkeypatch.setattr(commands, "PRESETS", experiments / "presets")
+    monkeypatch.setattr(presets, "EXPERIMENTS", experiments)
+    monkeypatch.setattr(presets, "PRESETS", experiments / "presets")
 
 
 @pytest.mark.multiprocess

@@ -7,7 +7,9 @@ import math
 
 import pytest
 
+from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import VARIANT_KEYS, summarize, variant_stats
+from tests.conftest import cell_row
 
 BASE = [0.9, 0.92, 0.95, 0.97, 0.99]
 LOW = [0.5, 0.52, 0.49, 0.51, 0.48]
@@ -93,21 +95,11 @@ def test_small_samples_and_bad_input() -> None:
 
 def _row(
     variant: str, seed: int, acc: float | None, *, state: str = "complete", diverged: bool = False
-) -> dict:
-    return {
-        "variant": variant,
-        "seed": seed,
-        "state": state,
-        "diverged": diverged,
-        "wall_s": 1.0,
-        "trial": seed,
-        "wandb_id": None,
-        "error": None,
-        "test/acc": float("nan") if acc is None else acc,
-    }
+) -> CellRow:
+    return cell_row(variant, seed, acc, state=state, diverged=diverged, wall_s=1.0, trial=seed)
 
 
-def _rows() -> list[dict]:
+def _rows() -> list[CellRow]:
     rows = [_row("base", s, v) for s, v in enumerate(BASE)]
     rows += [_row("no_pe", s, v) for s, v in enumerate(LOW[:3])]
     rows.append(_row("no_pe", 3, 0.2, diverged=True))  # diverged with a value: kept as is

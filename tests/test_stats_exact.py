@@ -19,7 +19,9 @@ from scipy import stats
 from ablate.sweeps.report.files import write_report
 from ablate.sweeps.stats import exact
 from ablate.sweeps.stats.exact import holm, mwu_exact, sign_flip
+from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import iqm, summarize, variant_stats
+from tests.conftest import cell_row
 
 # ---- brute force, written plainly ---------------------------------------------------------------
 
@@ -216,18 +218,18 @@ def test_iqm() -> None:
 # ---- summarize: pairing, Holm, methods ---------------------------------------------------------
 
 
-def _row(variant: str, seed: int, acc: float | None, state: str = "complete") -> dict:
-    return {"variant": variant, "seed": seed, "state": state, "diverged": False, "test/acc": acc}
+def _row(variant: str, seed: int, acc: float | None, state: str = "complete") -> CellRow:
+    return cell_row(variant, seed, acc, state=state)
 
 
-def _shared_rows() -> list[dict]:
+def _shared_rows() -> list[CellRow]:
     rows = [_row("base", s, 1.0) for s in range(5)]
     rows += [_row("no_pe", s, 0.5) for s in range(5)]
     rows += [_row("one_head", s, v) for s, v in enumerate([0.9, 0.95, 1.0, 0.85, 0.9])]
     return rows
 
 
-def _summarize(rows: list[dict], **kw: object) -> dict:
+def _summarize(rows: list[CellRow], **kw: object) -> dict:
     return summarize(
         rows,
         experiment="e",
@@ -265,7 +267,7 @@ def test_summarize_shared_seeds_is_paired_with_holm() -> None:
 def test_summarize_missing_variant_seed_pairs_the_complete_cases() -> None:
     """one_head lacks seed 4: it is paired on seeds 0-3 (complete cases); the baseline's seed 4
     still enters the unpaired statistics."""
-    rows = [r for r in _shared_rows() if not (r["variant"] == "one_head" and r["seed"] == 4)]
+    rows = [r for r in _shared_rows() if not (r.variant == "one_head" and r.seed == 4)]
     rows.append(_row("one_head", 4, None, state="failed"))
     s = _summarize(rows)
     one, no_pe = s["variants"]["one_head"], s["variants"]["no_pe"]
@@ -281,7 +283,7 @@ def test_summarize_missing_variant_seed_pairs_the_complete_cases() -> None:
 
 
 def test_summarize_baseline_missing_seed_and_data_override() -> None:
-    rows = [r for r in _shared_rows() if not (r["variant"] == "base" and r["seed"] == 0)]
+    rows = [r for r in _shared_rows() if not (r.variant == "base" and r.seed == 0)]
     s = _summarize(rows)
     for name in ("no_pe", "one_head"):
         assert s["variants"][name]["paired"] is False
@@ -296,7 +298,7 @@ def test_summarize_baseline_missing_seed_and_data_override() -> None:
 
 
 def test_report_shows_tests_holm_design_and_fixed_decimals(tmp_path: Path) -> None:
-    rows = [r for r in _shared_rows() if not (r["variant"] == "one_head" and r["seed"] == 4)]
+    rows = [r for r in _shared_rows() if not (r.variant == "one_head" and r.seed == 4)]
     spec = {
         "seeds": [0, 1, 2, 3, 4],
         "base": {

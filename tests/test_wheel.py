@@ -8,6 +8,7 @@ the folder to ``sys.path`` but runs none of its ``.pth`` hooks, so the repo's ed
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -23,10 +24,21 @@ from tests.conftest import REPO, TINY_YAML
 pytestmark = [pytest.mark.slow, pytest.mark.multiprocess]
 
 
-def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def run(cmd: list[str], cwd: Path, bin_first: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``cmd`` in ``cwd``, offline, with ``bin_first`` (a venv's bin) first on PATH if given."""
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     env["WANDB_MODE"] = "offline"
+    if bin_first is not None:
+        env["PATH"] = f"{bin_first}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def readme_block(marker: str, fence: str) -> str:
+    """The code of the README block under ``<!-- marker -->`` (a ``fence`` code block)."""
+    readme = (REPO / "README.md").read_text()
+    head = f"<!-- {marker} -->\n```{fence}\n"
+    assert head in readme, f"README.md lost its <!-- {marker} --> block"
+    return readme.split(head, 1)[1].split("```", 1)[0]
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +91,7 @@ def test_installed_ablate_lists_presets_and_runs_a_sweep(installed: Path, tmp_pa
         assert preset in listed.stdout
     # Every preset's experiments resolve inside the installed package (no repository files needed).
     code = (
-        "from ablate.cli.commands import PRESETS, load_preset\n"
+        "from ablate.experiments.presets import PRESETS, load_preset\n"
         "from ablate.experiments.spec import load_spec\n"
         "for p in sorted(PRESETS.glob('*.yaml')):\n"
         "    for rel in load_preset(p.stem)['experiments']:\n"
@@ -97,3 +109,27 @@ def test_installed_ablate_lists_presets_and_runs_a_sweep(installed: Path, tmp_pa
     assert swept.returncode == 0, swept.stdout + swept.stderr
     assert (tmp_path / "runs" / "tiny" / "summary.json").is_file()
     assert "4/4 cells complete" in swept.stdout + swept.stderr
+
+
+def test_the_readme_quickstart_runs_in_an_empty_folder(installed: Path, tmp_path: Path) -> None:
+    """The README's <!-- quickstart --> block, as a user types it after ``pip install`` (the wheel
+    is installed already, so its leading pip line goes), with the venv's ``ablate`` on PATH."""
+    lines = readme_block("quickstart", "bash").splitlines()
+    while lines and lines[0].startswith("pip install"):
+        lines.pop(0)
+    assert not any(line.startswith("pip ") for line in lines), "the quickstart installs something else"
+    (tmp_path / "quickstart.sh").write_text("\n".join(lines) + "\n")
+    ran = run(["bash", "-e", "-o", "pipefail", "quickstart.sh"], tmp_path, bin_first=installed)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    summary = json.loads((tmp_path / "runs" / "quickstart" / "summary.json").read_text())
+    assert summary["cells"]["complete"] == summary["cells"]["total"] == 6
+    assert summary["variants"]["no_pe"]["median"] == 0.5  # no position signal: chance, as the README says
+    assert (tmp_path / "runs" / "first-train" / "metrics.json").is_file()
+
+
+def test_the_readme_python_example_runs_in_an_empty_folder(installed: Path, tmp_path: Path) -> None:
+    (tmp_path / "example.py").write_text(readme_block("python-example", "python"))
+    ran = run([str(installed / "python"), "example.py"], tmp_path)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    summary = json.loads((tmp_path / "runs" / "order-api" / "summary.json").read_text())
+    assert summary["cells"]["complete"] == summary["cells"]["total"] == 9

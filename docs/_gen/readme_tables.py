@@ -1,4 +1,5 @@
-"""``python -m docs._gen.readme_tables``: the README's result tables, generated from run folders.
+"""``python -m docs._gen.readme_tables``: the result tables of the docs and the README, generated
+from run folders.
 
 The inputs are committed copies of the run folders' ``summary.json`` (the statistics),
 ``spec.json`` (the data set and the step count) and ``results.csv`` (per-cell values and wall
@@ -16,12 +17,14 @@ per-variant lr rows, docs/_gen/tuned_rows.py) and ``<experiment>-tuned`` (``abla
 Usage::
 
     python -m docs._gen.readme_tables                   # print the table block of the preset
-    python -m docs._gen.readme_tables --write           # replace that block in README.md
+    python -m docs._gen.readme_tables --write           # replace that block in the pages that hold it
+    python -m docs._gen.readme_tables --preset all --write          # every preset's block
     python -m docs._gen.readme_tables --collect runs/   # copy the run folders' files into results/
 
 After ``./ablate reproduce remove-pe-single-head``: ``--collect runs/ --write`` (or the two in turn).
-In README.md the block sits between ``<!-- table:<preset> -->`` and ``<!-- /table -->``;
-tests/test_readme_tables.py fails when it differs from what this module prints.
+A block sits between ``<!-- table:<preset> -->`` and ``<!-- /table -->``: every preset's in
+docs/pages/results/index.md, the main job's (remove-pe-single-head) in README.md as well;
+tests/test_readme_tables.py fails when one differs from what this module prints.
 """
 
 from __future__ import annotations
@@ -55,9 +58,11 @@ from docs._gen.tuned_rows import (
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+RESULTS_PAGE = REPO / "docs" / "pages" / "results" / "index.md"
 RESULTS = REPO / "benchmarks" / "results"
 EXPERIMENTS = REPO / "experiments"
 DEFAULT_PRESET = "remove-pe-single-head"
+ALL = "all"  # --preset all: every preset of experiments/presets/
 
 MINUS = "\u2212"  # the README's minus sign
 HEADER = "| data set (steps) | variant | median [IQR] | IQM | min–max | Δ [95 % CI] | p | p Holm | p MWU | P(improve) |"
@@ -292,12 +297,16 @@ def render(inputs: list[Experiment]) -> str:
 Paths = tuple[Path, Path, Path]  # summary.json, spec.json, results.csv of one run
 
 
+def preset_names() -> list[str]:
+    """Every shipped preset (experiments/presets/*.yaml), sorted."""
+    return sorted(p.stem for p in (EXPERIMENTS / "presets").glob("*.yaml"))
+
+
 def experiment_names(preset: str) -> list[str]:
     """The experiments a preset runs (experiments/presets/<preset>.yaml), in its order."""
     path = EXPERIMENTS / "presets" / f"{preset}.yaml"
     if not path.is_file():
-        names = sorted(p.stem for p in (EXPERIMENTS / "presets").glob("*.yaml"))
-        raise TableError(f"no preset {preset!r}; choose one of {', '.join(names)}")
+        raise TableError(f"no preset {preset!r}; choose one of {', '.join(preset_names())} (or {ALL})")
     rels = yaml.safe_load(path.read_text())["experiments"]
     return [yaml.safe_load((EXPERIMENTS / rel).read_text())["name"] for rel in rels]
 
@@ -388,24 +397,42 @@ def collect(preset: str, runs: Path, results: Path = RESULTS) -> list[Path]:
     return copied
 
 
-# ---- README -----------------------------------------------------------------------------------
+# ---- the pages --------------------------------------------------------------------------------
+
+
+def pages_of(preset: str) -> list[Path]:
+    """The pages that hold the preset's block: the results page, and README.md for the main job."""
+    return [RESULTS_PAGE, *([README] if preset == DEFAULT_PRESET else [])]
 
 
 def readme_blocks(text: str) -> dict[str, str]:
-    """Preset name -> the body between its markers in the README text."""
+    """Preset name -> the body between its markers in a page's text (README.md or a docs page)."""
     return {m["name"]: m["body"] for m in BLOCK.finditer(text)}
 
 
-def replace_block(text: str, preset: str, body: str) -> str:
+def replace_block(text: str, preset: str, body: str, page: str = "README.md") -> str:
     if preset not in readme_blocks(text):
-        raise TableError(f"README.md has no block <!-- table:{preset} --> ... <!-- /table -->")
+        raise TableError(f"{page} has no block <!-- table:{preset} --> ... <!-- /table -->")
     return BLOCK.sub(lambda m: m.group(1) + body + m.group(4) if m["name"] == preset else m.group(0), text)
+
+
+def write_block(preset: str, body: str) -> None:
+    """Replace the preset's block in every page of ``pages_of``, reporting each on stderr."""
+    for page in pages_of(preset):
+        rel = page.relative_to(REPO)
+        old = page.read_text()
+        new = replace_block(old, preset, body, str(rel))
+        if new != old:
+            page.write_text(new)
+        print(f"{rel}: table {preset} {'updated' if new != old else 'unchanged'}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m docs._gen.readme_tables", description=__doc__.split("\n")[0])
     ap.add_argument(
-        "--preset", default=DEFAULT_PRESET, help=f"the preset whose table to make (default {DEFAULT_PRESET})"
+        "--preset",
+        default=DEFAULT_PRESET,
+        help=f"the preset whose table to make, or {ALL} (default {DEFAULT_PRESET})",
     )
     ap.add_argument(
         "--collect",
@@ -413,25 +440,26 @@ def main(argv: list[str] | None = None) -> int:
         help="first copy RUNS/<experiment>/{summary.json,spec.json,results.csv} (and those of "
         "RUNS/<experiment>-lr<f>x/, RUNS/<experiment>-tuned/) into the inputs",
     )
-    ap.add_argument("--write", action="store_true", help="replace the preset's block in README.md")
+    ap.add_argument(
+        "--write",
+        action="store_true",
+        help="replace the preset's block in docs/pages/results/index.md (and, for the main job, README.md)",
+    )
     args = ap.parse_args(argv)
     try:
-        if args.collect:
-            for path in collect(args.preset, Path(args.collect)):
-                print(
-                    f"copied {path.relative_to(REPO) if path.is_relative_to(REPO) else path}", file=sys.stderr
+        presets = preset_names() if args.preset == ALL else [args.preset]
+        for preset in presets:
+            if args.collect:
+                for path in collect(preset, Path(args.collect)):
+                    shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+                    print(f"copied {shown}", file=sys.stderr)
+            body = render(load_inputs(preset))
+            if args.write:
+                write_block(preset, body)
+            else:
+                sys.stdout.write(
+                    body if len(presets) == 1 else f"<!-- table:{preset} -->\n{body}<!-- /table -->\n"
                 )
-        body = render(load_inputs(args.preset))
-        if args.write:
-            old = README.read_text()
-            new = replace_block(old, args.preset, body)
-            if new != old:
-                README.write_text(new)
-            print(
-                f"README.md: table {args.preset} {'updated' if new != old else 'unchanged'}", file=sys.stderr
-            )
-        else:
-            sys.stdout.write(body)
     except TableError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -23,6 +23,7 @@ import numpy as np
 
 from ablate.sweeps.run.lr_check import SHARED, lr_run_name
 from ablate.sweeps.stats.exact import holm
+from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import Cell, collect, pairing, variant_stats
 
 SELECT_METRIC = "val/acc"  # what chooses a variant's factor (validation only)
@@ -56,40 +57,22 @@ def companions(experiment: str, present: set[str]) -> tuple[dict[float, str], st
 
 # ---- results.csv --------------------------------------------------------------------------------
 
-TEXT_COLUMNS = ("variant", "state", "trial", "wandb_id", "error")
 
-
-def _cell_value(key: str, text: str) -> Any:
-    """A results.csv field as the sweep wrote it: seed int, diverged bool, metrics float."""
-    if text == "":
-        return None
-    if key == "seed":
-        return int(text)
-    if key == "diverged":
-        return text == "True"
-    if key in TEXT_COLUMNS:
-        return text
-    try:
-        return float(text)  # "nan" stays NaN: stats.collect counts it as the worst value
-    except ValueError:
-        return text
-
-
-def read_results_csv(path: Path) -> list[dict[str, Any]]:
+def read_results_csv(path: Path) -> list[CellRow]:
     """The rows of a run folder's results.csv (one per cell), with typed values."""
     with open(path, newline="") as f:
-        return [{k: _cell_value(k, v or "") for k, v in row.items()} for row in csv.DictReader(f)]
+        return [CellRow.from_csv(row) for row in csv.DictReader(f)]
 
 
-def cell_time(rows: Sequence[dict[str, Any]]) -> tuple[int, float, float] | None:
+def cell_time(rows: Sequence[CellRow]) -> tuple[int, float, float] | None:
     """(cells, median wall_s per cell, total wall_s) of the cells that recorded a wall time."""
-    walls = [w for r in rows if isinstance(w := r.get("wall_s"), float) and math.isfinite(w)]
+    walls = [w for r in rows if isinstance(w := r.wall_s, float) and math.isfinite(w)]
     if not walls:
         return None
     return len(walls), float(np.median(walls)), float(sum(walls))
 
 
-def cell_time_note(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str:
+def cell_time_note(runs: Sequence[tuple[str, Sequence[CellRow]]]) -> str:
     """The footer's cell times of (label, results.csv rows): `` Cell time (...): ListOps 20 cells,
     median 31 s, total 8.1 min; ...``; empty when no cell recorded a wall time."""
     times = [(label, t) for label, rows in runs if (t := cell_time(rows)) is not None]
@@ -113,7 +96,7 @@ def spread(cells: Sequence[Cell]) -> dict[str, float | None]:
 
 
 def choose_factors(
-    rows_by_factor: dict[float, Sequence[dict[str, Any]]], variants: Sequence[str]
+    rows_by_factor: dict[float, Sequence[CellRow]], variants: Sequence[str]
 ) -> dict[str, float | None]:
     """Variant -> the factor whose median SELECT_METRIC over its complete cells is highest.
 
@@ -133,7 +116,7 @@ def choose_factors(
 
 
 def per_variant_lr(
-    rows_by_factor: dict[float, Sequence[dict[str, Any]]],
+    rows_by_factor: dict[float, Sequence[CellRow]],
     summary: dict[str, Any],
     spec: dict[str, Any],
     extra_metrics: Sequence[str] = (),

@@ -19,8 +19,7 @@ from optuna.artifacts import FileSystemArtifactStore
 from optuna.storages import BaseStorage
 
 from ablate.errors import ConfigError
-from ablate.sweeps.ledger.run_folder import read_json_object, require_study
-from ablate.sweeps.ledger.storage import default_storage, open_storage, storage_where
+from ablate.sweeps.ledger.run_folder import read_json_object, study_storage
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -63,13 +62,8 @@ def open_run_storage(run_dir: Path, storage: str | None = None) -> tuple[str, Ba
     older version of the spec format, without changing it by opening it.
     """
     name = read_json_object(run_dir / "spec.json", "a sweep run folder", {"name": (str,)})["name"]
-    url = storage or default_storage(run_dir)
-    if url == default_storage(run_dir) and not (run_dir / "study.db").is_file():
-        raise ConfigError(f"no study.db in {run_dir}; pass --storage URL if the study lives elsewhere")
-    rdb = open_storage(url)
     # A search run folder (`ablate search`) holds only `<name>.search.<variant>` studies.
-    require_study(rdb, name, storage_where(rdb), search_too=True)
-    return name, rdb
+    return name, study_storage(run_dir, name, storage, search_too=True)
 
 
 def serve(run_dir: Path, *, host: str = "127.0.0.1", port: int = 8080, storage: str | None = None) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ablate.experiments.config import TrainConfig
 from ablate.experiments.spec import ExperimentSpec
+from ablate.sweeps.stats.rows import INTERVAL_KEYS, VARIANT_KEYS
 
 
 def wandb_mode() -> str:
@@ -88,39 +89,8 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
         dir=str(run_dir),
         mode=wandb_mode(),
     )
-    columns = [
-        "variant",
-        "n",
-        "n_diverged",
-        "median",
-        "q1",
-        "q3",
-        "min",
-        "max",
-        "delta_median",
-        "ci95_lo",
-        "ci95_hi",
-        "p_value",
-        "p_improve",
-    ]
-    table = wandb.Table(columns=columns)
-    for name, v in summary["variants"].items():
-        ci = v.get("ci95") or [None, None]
-        table.add_data(
-            name,
-            v["n"],
-            v["n_diverged"],
-            v["median"],
-            v["q1"],
-            v["q3"],
-            v["min"],
-            v["max"],
-            v["delta_median"],
-            ci[0],
-            ci[1],
-            v["p_value"],
-            v["p_improve"],
-        )
+    columns, rows = table_rows(summary)
+    table = wandb.Table(columns=columns, data=rows)
     run.log({"variants": table, "metric_plot": wandb.Image(str(plot_png))})
     run.summary.update(
         {"cells_total": summary["cells"]["total"], "cells_complete": summary["cells"]["complete"]}
@@ -129,6 +99,21 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
     run_id = run.id
     run.finish()
     return run_id
+
+
+def table_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """The summary run's ``variants`` table: a row per variant, a column per statistic of the
+    summary's schema (stats/rows.py ``VARIANT_KEYS``), each interval as ``<key>_lo``, ``<key>_hi``."""
+    columns = ["variant"]
+    for k in VARIANT_KEYS:
+        columns += [f"{k}_lo", f"{k}_hi"] if k in INTERVAL_KEYS else [k]
+    rows = []
+    for name, v in summary["variants"].items():
+        row: list[Any] = [name]
+        for k in VARIANT_KEYS:
+            row += list(v.get(k) or [None, None]) if k in INTERVAL_KEYS else [v.get(k)]
+        rows.append(row)
+    return columns, rows
 
 
 def summary_scalars(summary: dict[str, Any]) -> dict[str, float | int | None]:

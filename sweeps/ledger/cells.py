@@ -26,7 +26,6 @@ import random
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 import optuna
 from optuna.exceptions import ExperimentalWarning
@@ -38,6 +37,7 @@ from ablate.sweeps.ledger.identity import changed_keys, refuse_changes
 from ablate.sweeps.ledger.storage import open_storage, retry_db, storage_where, study_lock
 from ablate.sweeps.ledger.study_file import shown
 from ablate.sweeps.ledger.study_views import trial_metrics
+from ablate.sweeps.stats.rows import CellRow
 
 # Heartbeats and fail_stale_trials are marked experimental but are the documented way.
 warnings.filterwarnings("ignore", category=ExperimentalWarning)
@@ -223,23 +223,23 @@ class CellStore:
         return trial
 
 
-def collect_rows(store: CellStore) -> list[dict[str, Any]]:
+def collect_rows(store: CellStore) -> list[CellRow]:
     """One row per cell, in spec order: state, metrics and provenance of its canonical trial."""
     rows = []
     for cell in store.states().values():
         t = cell.trial
         attrs = t.user_attrs if t is not None and cell.state == "complete" else {}
         rows.append(
-            {
-                "variant": cell.variant,
-                "seed": cell.seed,
-                "state": cell.state,
-                "diverged": attrs.get("diverged"),
-                "wall_s": attrs.get("wall_s"),
-                "trial": t.number if t is not None else None,
-                "wandb_id": attrs.get("wandb_id"),
-                "error": cell.errors[-1] if cell.errors and cell.state != "complete" else None,
-                **trial_metrics(attrs),
-            }
+            CellRow(
+                variant=cell.variant,
+                seed=cell.seed,
+                state=cell.state,
+                diverged=attrs.get("diverged"),
+                wall_s=attrs.get("wall_s"),
+                trial=t.number if t is not None else None,
+                wandb_id=attrs.get("wandb_id"),
+                error=cell.errors[-1] if cell.errors and cell.state != "complete" else None,
+                metrics=trial_metrics(attrs),
+            )
         )
     return rows

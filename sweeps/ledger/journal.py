@@ -8,7 +8,7 @@ guarantees hold without a database server:
   lines; on replay the first one in the file wins and the second is rejected (the trial is
   already RUNNING), and ``set_trial_state_values`` returns True only to the writer whose line
   won. No ``BEGIN IMMEDIATE`` is needed: there is no read-then-write gap, the file order decides.
-- The study lock (sweeps/ledger/cells.py) is a study whose name must be unique; the first
+- The study lock (sweeps/ledger/storage.py) is a study whose name must be unique; the first
   ``CREATE_STUDY`` line wins, later ones raise DuplicatedStudyError in their writer.
 - Heartbeats. Optuna implements them for RDB storage only; ``HeartbeatJournalStorage`` adds
   them here as a trial system attribute. A trial is stale once its heartbeat has not changed

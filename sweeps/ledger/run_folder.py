@@ -109,17 +109,26 @@ def require_study(storage: BaseStorage, name: str, where: str, *, search_too: bo
     raise ConfigError(f"no study {name!r} in {where}; it holds: {', '.join(names) or 'no studies'}{hint}")
 
 
+def study_storage(
+    run_dir: Path, name: str, storage: str | None = None, *, search_too: bool = False
+) -> BaseStorage:
+    """The storage of a run folder's study ``name``: ``storage`` or the folder's study.db, which
+    must exist and hold the study (with ``search_too``, a search folder's studies count)."""
+    url = storage or default_storage(run_dir)
+    if url == default_storage(run_dir) and not (run_dir / "study.db").is_file():
+        raise ConfigError(f"no study.db in {run_dir}; pass --storage URL if the study lives elsewhere")
+    rdb = open_storage(url)
+    require_study(rdb, name, storage_where(rdb), search_too=search_too)
+    return rdb
+
+
 def open_run(run_dir: Path, storage: str | None = None) -> tuple[ExperimentSpec, CellStore]:
     """Reopen a sweep's run folder (``report``, ``power``, ``aggregate``); its study must exist."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "Using an existing study" line
     spec = read_run_spec(run_dir)
-    url = storage or default_storage(run_dir)
-    if url == default_storage(run_dir) and not (run_dir / "study.db").is_file():
-        raise ConfigError(f"no study.db in {run_dir}; pass --storage URL if the study lives elsewhere")
-    rdb = open_storage(url)
-    require_study(rdb, spec.name, storage_where(rdb))
+    rdb = study_storage(run_dir, spec.name, storage)
     return spec, retry_db(
         f"cannot open study {spec.name!r} in {storage_where(rdb)}", lambda: CellStore(spec, rdb)
     )

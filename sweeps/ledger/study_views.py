@@ -21,7 +21,7 @@ from optuna.artifacts import FileSystemArtifactStore, download_artifact, upload_
 from optuna.trial import FrozenTrial
 
 from ablate.experiments.config import TrainConfig
-from ablate.experiments.io import atomic_write_bytes, write_yaml
+from ablate.experiments.io import atomic_write, write_yaml
 
 OVERRIDE_PREFIX = "override."
 CONFIG_ARTIFACT = "config.yaml"
@@ -152,5 +152,5 @@ def publish_report(
     put_study_file(study, files["html"], artifacts)
     if plot_png is not None:
         plot = run_dir / PLOT_FILE
-        atomic_write_bytes(plot, plot_png)
+        atomic_write(plot, plot_png)
         put_study_file(study, plot, artifacts)

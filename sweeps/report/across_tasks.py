@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ablate.errors import ConfigError
+from ablate.experiments.io import atomic_write, write_json
 from ablate.sweeps.ledger.cells import collect_rows
 from ablate.sweeps.ledger.run_folder import open_run
 from ablate.sweeps.report.build import spec_cells
@@ -69,3 +70,14 @@ def markdown(agg: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def write_aggregate(run_dirs: list[Path], stem: Path, storage: str | None = None) -> dict[str, Any]:
+    """``ablate aggregate``: the table of finished run folders (one per task), written to
+    STEM.json and STEM.md."""
+    if len(run_dirs) < 2:
+        raise ConfigError("ablate aggregate needs at least two run folders (one per task)")
+    agg = from_run_dirs(run_dirs, storage)
+    write_json(stem.with_suffix(".json"), agg)
+    atomic_write(stem.with_suffix(".md"), markdown(agg))
+    return agg

@@ -14,9 +14,11 @@ from typing import Any
 
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.ledger.cells import CellStore, collect_rows
+from ablate.sweeps.ledger.run_folder import open_run
 from ablate.sweeps.ledger.study_views import name_objective, publish_report
 from ablate.sweeps.report.files import plot_metric, write_report
 from ablate.sweeps.report.provenance import provenance, versions
+from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import Cell, collect, summarize, variance_components
 
 
@@ -64,6 +66,12 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
     return summary
 
 
-def spec_cells(spec: ExperimentSpec, rows: Sequence[dict[str, Any]]) -> dict[str, list[Cell]]:
+def rewrite_report(run_dir: Path, storage: str | None = None) -> dict[str, Any]:
+    """``ablate report RUN_DIR``: the report of a run folder's study, written again; its summary."""
+    spec, store = open_run(run_dir, storage)
+    return report(spec, store, run_dir)
+
+
+def spec_cells(spec: ExperimentSpec, rows: Sequence[CellRow]) -> dict[str, list[Cell]]:
     """``collect``'s per-variant cells of a study's rows, on the spec's metric."""
     return collect(rows, metric=spec.metric, direction=spec.direction, variants=list(spec.variants))[0]

@@ -16,17 +16,12 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ablate.experiments.io import output_folder
+from ablate.experiments.io import atomic_write, output_folder
 from ablate.sweeps.ledger.run_folder import read_summary
-from ablate.sweeps.report.files import CSS, atomic_write, figure_png, png_data_uri
+from ablate.sweeps.report.files import CSS, figure_png, png_data_uri
 from ablate.sweeps.report.text import fmt
 
 TOP_K = 5
-
-
-def load_summary(run: Path) -> dict[str, Any]:
-    """A run folder's summary.json; a ConfigError naming the file when it is missing or not one."""
-    return read_summary(Path(run))
 
 
 def attention_changes(npz_a: Path, npz_b: Path) -> dict[str, dict[str, np.ndarray] | str]:
@@ -104,7 +99,7 @@ def compare_runs(run_a: Path, run_b: Path, out: Path) -> dict[str, Path]:
 
     Returns {"markdown": ..., "html": ..., "<variant>/seed<k>/layer<i>": figure path, ...}.
     """
-    sa, sb = load_summary(run_a), load_summary(run_b)
+    sa, sb = read_summary(Path(run_a)), read_summary(Path(run_b))
     out = Path(out)
     output_folder(out)  # a file or an unwritable place is a ConfigError naming it
     names = list(sa["variants"]) + [n for n in sb["variants"] if n not in sa["variants"]]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ablate.experiments.io import atomic_write_bytes
+from ablate.experiments.io import atomic_write
 from ablate.sweeps.report.text import (
     HEADER,
     NOTES,
@@ -34,20 +34,14 @@ from ablate.sweeps.report.text import (
     row_cells,
     status_line,
 )
+from ablate.sweeps.stats.rows import CELL_COLUMNS, CellRow
 from ablate.sweeps.stats.summary import collect
 
-CELL_COLUMNS = ("variant", "seed", "state", "diverged", "wall_s", "trial", "wandb_id", "error")
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child{text-align:left}.gallery{display:flex;gap:1em;flex-wrap:wrap}
 figure{margin:0;max-width:100%}figure img{max-width:100%}figcaption{font-size:12px}
 .warn{color:#a40}.small{font-size:12px;color:#555}"""
-
-
-def atomic_write(path: Path, data: str | bytes) -> Path:
-    """Write ``data`` atomically (temp file + rename, see ``experiments.io``); return ``path``."""
-    atomic_write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data)
-    return Path(path)
 
 
 def png_data_uri(png: bytes) -> str:
@@ -61,7 +55,7 @@ def figure_png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def plot_metric(summary: dict[str, Any], rows: list[dict[str, Any]]) -> bytes:
+def plot_metric(summary: dict[str, Any], rows: list[CellRow]) -> bytes:
     """PNG of the metric per variant: a box plot plus one point per seed (diverged seeds as red x)."""
     names = list(summary["variants"])
     cells, _, _ = collect(rows, metric=summary["metric"], direction=summary["direction"], variants=names)
@@ -191,7 +185,7 @@ def _gallery_html(run_dir: Path, names: list[str], heads: dict[str, dict[int, di
 def _html(
     run_dir: Path,
     summary: dict[str, Any],
-    rows: list[dict[str, Any]],
+    rows: list[CellRow],
     heads: dict[str, Any],
     tuned: dict[str, Any] | None,
     spec: dict[str, Any] | None = None,
@@ -238,12 +232,13 @@ def _html(
     )
 
 
-def _csv(rows: list[dict[str, Any]]) -> str:
-    metrics = sorted({k for r in rows for k in r} - set(CELL_COLUMNS))
+def _csv(rows: list[CellRow]) -> str:
+    records = [r.csv_fields() for r in rows]
+    metrics = sorted({k for r in rows for k in r.metrics})
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([*CELL_COLUMNS, *metrics])
-    for r in rows:
+    for r in records:
         vals = [r.get(k) for k in (*CELL_COLUMNS, *metrics)]
         # NaN and None both mean "no value": an empty field, which pandas reads back as NaN.
         writer.writerow(["" if v is None or (isinstance(v, float) and v != v) else v for v in vals])
@@ -251,7 +246,7 @@ def _csv(rows: list[dict[str, Any]]) -> str:
 
 
 def write_report(
-    run_dir: Path, summary: dict[str, Any], rows: list[dict[str, Any]], *, tuned: dict[str, Any] | None = None
+    run_dir: Path, summary: dict[str, Any], rows: list[CellRow], *, tuned: dict[str, Any] | None = None
 ) -> dict[str, Path]:
     """Write summary.json, results.csv, report.md and report.html into run_dir; returns their paths."""
     run_dir = Path(run_dir)

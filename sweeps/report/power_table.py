@@ -6,20 +6,23 @@ power itself is sweeps/stats/power.py.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ablate.errors import ConfigError
+from ablate.experiments.io import write_json
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.ledger.cells import CellStore, collect_rows
+from ablate.sweeps.ledger.run_folder import open_run
 from ablate.sweeps.report.build import spec_cells
 from ablate.sweeps.stats.power import Comparison, seeds_needed
+from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import pairing
 
 
-def comparisons(
-    spec: ExperimentSpec, rows: list[dict[str, Any]], delta: float | None = None
-) -> list[Comparison]:
+def comparisons(spec: ExperimentSpec, rows: list[CellRow], delta: float | None = None) -> list[Comparison]:
     """One Comparison per variant with complete cells on both sides, as the report pairs them."""
     cells = spec_cells(spec, rows)
     base = {s: v for s, v, _ in cells[spec.baseline]}
@@ -73,3 +76,26 @@ def power_table(
             "curve": [{"seeds": k, "power": p} for k, p in curve],
         }
     return out
+
+
+def write_power(
+    run_dir: Path,
+    *,
+    storage: str | None = None,
+    delta: float | None = None,
+    target: float = 0.8,
+    alpha: float = 0.05,
+    resamples: int = 400,
+    max_seeds: int = 50,
+) -> dict[str, Any]:
+    """``ablate power RUN_DIR``: the table of a finished run folder, also written to power.json."""
+    spec, store = open_run(run_dir, storage)
+    table = power_table(
+        spec, store, delta=delta, target=target, alpha=alpha, resamples=resamples, max_seeds=max_seeds
+    )
+    if not table["variants"]:
+        raise ConfigError(
+            f"{run_dir}: no variant has complete cells beside the baseline's; nothing to estimate"
+        )
+    write_json(run_dir / "power.json", table)
+    return table

@@ -23,6 +23,7 @@ from scipy import stats
 
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.report.build import spec_cells
+from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import pairing
 
 BOOT = 10_000
@@ -43,7 +44,7 @@ def _ci(data: tuple[np.ndarray, ...], statistic: Any, level: float) -> tuple[flo
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def decide(spec: ExperimentSpec, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def decide(spec: ExperimentSpec, rows: list[CellRow]) -> dict[str, dict[str, Any]]:
     """Per non-baseline variant: its seeds so far, the Δ CI at the look level, and decided?"""
     assert spec.adaptive is not None
     a = spec.adaptive

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ablate.sweeps.stats.rows import CellRow
+
 EXIT_INCOMPLETE = 1
 
 
@@ -40,14 +42,14 @@ class Outcome:
         return text if self.ok else f"{text}; {self.failed} failed, {self.missing} missing"
 
 
-def grid_outcome(rows: Iterable[dict[str, Any]]) -> Outcome:
-    """From ``grid.collect_rows``: one row per cell of the spec, with its state and last error."""
+def grid_outcome(rows: Iterable[CellRow]) -> Outcome:
+    """From ``ledger.cells.collect_rows``: one row per cell of the spec, with its state and last error."""
     rows = list(rows)
-    failed = [r for r in rows if r["state"] == "failed"]
-    error = next((f"{r['variant']}/s{r['seed']}: {r['error']}" for r in failed if r.get("error")), None)
+    failed = [r for r in rows if r.state == "failed"]
+    error = next((f"{r.name}: {r.error}" for r in failed if r.error), None)
     return Outcome(
         total=len(rows),
-        complete=sum(r["state"] == "complete" for r in rows),
+        complete=sum(r.state == "complete" for r in rows),
         failed=len(failed),
         first_error=error,
     )

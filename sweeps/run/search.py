@@ -27,6 +27,26 @@ from ablate.sweeps.run.launcher import Launcher
 from ablate.sweeps.run.loop import prepare_run, run_workers
 
 
+def check_search(
+    spec: ExperimentSpec, variants: list[str] | None, trials: int | None, *, then_evaluate: bool = False
+) -> tuple[list[str], int]:
+    """The variants to tune (default: all) and the trials per variant (default: the spec's), or a
+    ConfigError before anything is written."""
+    if spec.search is None:
+        raise ConfigError(
+            f"{spec.name} has no 'search' block (search.space, trials, metric, pruner); see the docs"
+        )
+    chosen = list(spec.variants) if variants is None else variants
+    unknown = [v for v in chosen if v not in spec.variants]
+    if unknown or len(set(chosen)) != len(chosen):
+        raise ConfigError(
+            f"--variants {','.join(chosen)!r}: choose distinct names among {', '.join(spec.variants)}"
+        )
+    if then_evaluate and spec.baseline not in chosen:
+        raise ConfigError(f"--then-evaluate needs the baseline {spec.baseline!r} among --variants")
+    return chosen, spec.search.trials if trials is None else trials
+
+
 def tuned_spec(spec: ExperimentSpec, summary: dict[str, Any]) -> ExperimentSpec:
     """The grid with each variant's best parameters: the baseline's go into the base.
 

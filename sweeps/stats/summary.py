@@ -39,35 +39,11 @@ from ablate.sweeps.stats.exact import (
     mwu_exact,
     sign_flip,
 )
+from ablate.sweeps.stats.rows import VARIANT_KEYS, CellRow
 
 DIRECTIONS = ("maximize", "minimize")
-STAT_KEYS = (
-    "n",
-    "median",
-    "q1",
-    "q3",
-    "min",
-    "max",
-    "mean",
-    "std",
-    "delta_median",
-    "ci95",
-    "p_value",
-    "p_improve",
-    "iqm",
-    "iqm_ci95",
-    "test",
-    "paired",
-    "pairing",
-    "p_holm",
-    "p_mwu",
-    "p_paired",
-    "delta_paired_median",
-    "ci95_paired",
-)
-# The order of a variant's entry in summary.json (the schema others read). The first 13 keys
-# are the original schema; the rest were added after them (additive).
-VARIANT_KEYS = ("n", "n_diverged", *STAT_KEYS[1:])
+# What variant_stats returns: summary.json's keys of a variant (stats/rows.py) but n_diverged.
+STAT_KEYS = tuple(k for k in VARIANT_KEYS if k != "n_diverged")
 
 N_BOOT = 10_000
 IQM_TRIM = 0.25
@@ -210,14 +186,6 @@ def variant_stats(
 # ---- a study ----------------------------------------------------------------------------------
 
 
-def _metric(row: dict[str, Any], metric: str) -> float | None:
-    value = row.get(metric)
-    try:
-        return _num(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def worst_value(direction: str, observed: Sequence[float] | None = None) -> float | None:
     """The one rule for the metric of a diverged run (NaN/inf or missing): the worst value.
 
@@ -243,7 +211,7 @@ def objective(metrics: dict[str, float], metric: str, direction: str) -> float:
 
 
 def collect(
-    rows: Sequence[dict[str, Any]], *, metric: str, direction: str, variants: Sequence[str]
+    rows: Sequence[CellRow], *, metric: str, direction: str, variants: Sequence[str]
 ) -> tuple[dict[str, list[Cell]], list[str], dict[str, int]]:
     """Per-variant (seed, value, diverged) of the complete cells, the missing cells, the counts.
 
@@ -252,26 +220,23 @@ def collect(
     non-diverged cell without the metric is listed as missing, not guessed.
     """
     order = {v: i for i, v in enumerate(variants)}
-    mine = sorted(
-        (r for r in rows if r.get("variant") in order), key=lambda r: (order[r["variant"]], r["seed"])
-    )
-    complete = [r for r in mine if r.get("state") == "complete"]
-    observed = [v for r in complete if (v := _metric(r, metric)) is not None]
+    mine = sorted((r for r in rows if r.variant in order), key=lambda r: (order[r.variant], r.seed))
+    complete = [r for r in mine if r.state == "complete"]
+    observed = [v for r in complete if (v := r.metric(metric)) is not None]
     worst = worst_value(direction, observed)
     cells: dict[str, list[Cell]] = {v: [] for v in variants}
     missing: list[str] = []
     for r in mine:
-        name = f"{r['variant']}/s{r['seed']}"
-        if r.get("state") != "complete":
-            missing.append(f"{name} ({r.get('state', 'missing')})")
+        if r.state != "complete":
+            missing.append(f"{r.name} ({r.state})")
             continue
-        value, diverged = _metric(r, metric), bool(r.get("diverged"))
+        value, diverged = r.metric(metric), bool(r.diverged)
         if value is None and diverged:
             value = worst
         if value is None:
-            missing.append(f"{name} (complete, no {metric})")
+            missing.append(f"{r.name} (complete, no {metric})")
             continue
-        cells[r["variant"]].append((int(r["seed"]), value, diverged))
+        cells[r.variant].append((int(r.seed), value, diverged))
     return cells, missing, {"total": len(mine), "complete": len(complete)}
 
 
@@ -403,7 +368,7 @@ def variance_components(cells: Sequence[Cell], n_init: int, n_order: int) -> dic
 
 
 def summarize(
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[CellRow],
     *,
     experiment: str,
     metric: str,
@@ -450,7 +415,7 @@ def summarize(
         out_variants[name]["p_holm"] = p
     k = sum(out_variants[n]["p_value"] is not None for n in others)
     if seeds is None:
-        seeds = sorted({int(r["seed"]) for r in rows if r.get("variant") in variants})
+        seeds = sorted({int(r.seed) for r in rows if r.variant in variants})
     return {
         "experiment": experiment,
         "metric": metric,

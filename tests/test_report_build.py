@@ -1,0 +1,105 @@
+"""A study's report assembled from its ledger (sweeps/report/build.py) without training: cells of a
+real SQLite study claimed and told as a worker does, then the report's summary.json, results.csv
+and the W&B summary run's table read back."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from optuna.trial import TrialState
+
+from ablate.experiments.spec import spec_from_dict
+from ablate.sweeps.integrations.wandb_glue import table_rows
+from ablate.sweeps.ledger.cells import collect_rows, open_store
+from ablate.sweeps.ledger.storage import sqlite_url
+from ablate.sweeps.ledger.study_views import result_attrs, set_attrs
+from ablate.sweeps.report.build import report
+from ablate.sweeps.report.provenance import versions
+from ablate.sweeps.stats.rows import CELL_COLUMNS, INTERVAL_KEYS, VARIANT_KEYS, CellRow
+from tests.conftest import TINY_BASE
+
+VALUES = {"baseline": [0.9, 0.92, 0.95], "no_pe": [0.5, 0.52, 0.49]}
+
+
+@pytest.fixture
+def finished(tmp_path: Path) -> tuple[object, object, Path]:
+    """A 2 x 3 study in ``tmp_path/run/study.db`` whose cells completed with VALUES, but no_pe/s2,
+    which failed."""
+    spec = spec_from_dict(
+        {
+            "name": "tiny",
+            "base": TINY_BASE,
+            "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}},
+            "seeds": 3,
+        }
+    )
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    store = open_store(spec, sqlite_url(run_dir / "study.db"), create=True)
+    store.ensure_cells()
+    while (trial := store.claim()) is not None:
+        variant, seed = trial.params["variant"], trial.params["seed"]
+        if (variant, seed) == ("no_pe", 2):
+            trial.set_user_attr("error", "RuntimeError: boom")
+            store.study.tell(trial, state=TrialState.FAIL)
+            continue
+        value = VALUES[variant][seed]
+        attrs = result_attrs(
+            {"test/acc": value, "val/acc": value}, spec.variants[variant], diverged=False, wall_s=1.5
+        )
+        set_attrs(trial, attrs)
+        store.study.tell(trial, value)
+    return spec, store, run_dir
+
+
+def test_collect_rows_types_every_cell(finished: tuple) -> None:
+    spec, store, _ = finished
+    rows = collect_rows(store)
+    assert all(isinstance(r, CellRow) for r in rows)
+    assert [r.name for r in rows] == [f"{v}/s{s}" for v, s in spec.cells()]  # one per cell, spec order
+    by_name = {r.name: r for r in rows}
+    ok, failed = by_name["baseline/s0"], by_name["no_pe/s2"]
+    assert (
+        ok.state == "complete" and ok.metric("test/acc") == 0.9 and ok.wall_s == 1.5 and ok.diverged is False
+    )
+    assert failed.state == "failed" and failed.error == "RuntimeError: boom" and failed.metrics == {}
+
+
+def test_summary_document_and_results_csv(finished: tuple) -> None:
+    spec, store, run_dir = finished
+    summary = report(spec, store, run_dir)
+    on_disk = json.loads((run_dir / "summary.json").read_text())
+    assert on_disk == summary
+    # the package versions come right after the statistics' methods, the provenance last
+    keys = list(summary)
+    assert keys[: keys.index("versions") + 1] == [
+        "experiment", "metric", "direction", "baseline", "cells", "variants", "methods", "versions",
+    ] and keys[-1] == "provenance"  # fmt: skip
+    assert summary["versions"] == versions()
+    assert summary["cells"] == {"total": 6, "complete": 5, "missing": ["no_pe/s2 (failed)"]}
+    assert all(list(v) == list(VARIANT_KEYS) for v in summary["variants"].values())
+    assert summary["variants"]["no_pe"]["n"] == 2 and summary["variants"]["baseline"]["median"] == 0.92
+    with (run_dir / "results.csv").open() as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    assert reader.fieldnames == [*CELL_COLUMNS, "test/acc", "val/acc"]
+    assert [CellRow.from_csv(r) for r in rows] == collect_rows(store)  # the file reads back as the rows
+
+
+def test_the_wandb_table_has_a_column_per_statistic(finished: tuple) -> None:
+    spec, store, run_dir = finished
+    summary = report(spec, store, run_dir)
+    columns, rows = table_rows(summary)
+    expected = ["variant"]
+    for k in VARIANT_KEYS:
+        expected += [f"{k}_lo", f"{k}_hi"] if k in INTERVAL_KEYS else [k]
+    assert columns == expected and [r[0] for r in rows] == ["baseline", "no_pe"]
+    no_pe = dict(zip(columns, rows[1], strict=True))
+    stats = summary["variants"]["no_pe"]
+    assert no_pe["median"] == stats["median"] and no_pe["p_value"] == stats["p_value"]
+    assert [no_pe["ci95_lo"], no_pe["ci95_hi"]] == stats["ci95"]
+    baseline = dict(zip(columns, rows[0], strict=True))
+    assert baseline["ci95_lo"] is None and baseline["p_value"] is None  # compared with itself: nothing
