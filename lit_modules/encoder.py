@@ -1,7 +1,7 @@
 """The encoder classifier: embed, [CLS], positional encoding, blocks, pool, head.
 
 ``EncoderBlock`` reproduces ``torch.nn.TransformerEncoderLayer`` (norm_first=False/True)
-given the same weights; ``tests/test_model.py`` proves it.
+given the same weights; ``tests/unit/lit_modules/test_model.py`` proves it.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ embeddings: stored at ``N(0, init_std)`` and multiplied by the same factor
 ``lr`` per step whatever its scale, so a table stored at ``N(0, embed_rms)``
 and added as it is would move ``sqrt(d_model)`` times slower than the tokens
 in input units (measured 7.7x at d_model = 64); with the shared multiplier
-both move at the same rate (``tests/test_model.py`` pins it within 20 %).
+both move at the same rate (``tests/unit/lit_modules/test_model.py`` pins it within 20 %).
 So neither additive encoding starts drowned by, or drowning, the tokens, nor
 learns at another speed. RoPE and ALiBi add nothing to the embeddings, so the
 rule does not apply to them: RoPE is a norm-preserving rotation and ALiBi acts
@@ -161,7 +161,7 @@ class AlibiPositional(PositionalEncoding):
     - ``symmetric``: bias ``-m_h |i - j|``, the common encoder adaptation (the symmetric
       distance of Press's attention_with_linear_biases issue #5, MosaicBERT). It cannot tell
       left from right: with ``pool: mean`` and no [CLS], reversing the real tokens permutes
-      queries and keys alike and leaves every logit unchanged (``tests/test_model.py`` pins
+      queries and keys alike and leaves every logit unchanged (``tests/unit/lit_modules/test_model.py`` pins
       it), so on an order task only the [CLS] boundary at position 0 breaks the symmetry.
     - ``directional``: the heads split into two causal ALiBi halves reading in opposite
       directions, as a bidirectional RNN pairs a left-to-right and a right-to-left reader:

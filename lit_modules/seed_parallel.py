@@ -54,7 +54,7 @@ class StackedEncoder(nn.Module):
             self.register_buffer(name.replace(".", "__"), buf, persistent=False)
         self.buffer_names = [n for n, _ in members[0].named_buffers()]
         # The explicit attention path: the fused CPU kernel has no vmap batching rule (vmap would
-        # loop over the members); both paths compute the same function (tests/test_model.py).
+        # loop over the members); both paths compute the same function (tests/unit/lit_modules/test_model.py).
         with torch.device("meta"):
             template = EncoderClassifier(
                 dataclasses.replace(cfg, attn_impl="eager"), vocab_size=vocab_size, n_classes=n_classes

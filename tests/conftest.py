@@ -4,9 +4,12 @@ process, the tiny configs, and the sweep helpers several test files use.
 Tiny test models are faster on one thread, and the CLI tests start
 subprocesses that would otherwise fight over the two cores.
 
-Tiers (markers registered in pyproject.toml; ``./run-tests --fast`` deselects all three):
-``slow`` trains for real or runs long sweeps, ``multiprocess`` starts other processes (the
-``ablate`` CLI, sweep or search workers), ``server`` starts a server (PostgreSQL, the dashboard).
+Tests by tier and room: ``tests/unit/`` mirrors the package (fast, in-process), ``tests/property/``
+holds the Hypothesis tests (fast), ``tests/e2e/`` the tests that train for real, start processes
+or servers. Markers (registered in pyproject.toml; ``./run-tests --fast`` deselects all three):
+``slow``, given here to every test under ``tests/e2e/``; ``multiprocess`` (starts the ``ablate``
+CLI, sweep or search workers) and ``server`` (PostgreSQL, the dashboard), given by the tests. A
+test outside ``tests/e2e/`` that carries one of them is a collection error: it belongs in e2e.
 """
 
 from __future__ import annotations
@@ -39,6 +42,22 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
+
+
+E2E = Path(__file__).resolve().parent / "e2e"
+NOT_FAST = ("slow", "multiprocess", "server")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test under tests/e2e/ is slow; a not-fast marker elsewhere is an error."""
+    misplaced = []
+    for item in items:
+        if E2E in Path(item.fspath).resolve().parents:
+            item.add_marker(pytest.mark.slow)
+        elif any(item.get_closest_marker(m) for m in NOT_FAST):
+            misplaced.append(item.nodeid)
+    if misplaced:
+        raise pytest.UsageError(f"tests marked {'/'.join(NOT_FAST)} outside tests/e2e/: {misplaced}")
 
 
 def ablate_cmd(*args: str) -> list[str]:

@@ -24,7 +24,7 @@ Usage::
 After ``./ablate reproduce remove-pe-single-head``: ``--collect runs/ --write`` (or the two in turn).
 A block sits between ``<!-- table:<preset> -->`` and ``<!-- /table -->``: every preset's in
 docs/pages/results/index.md, the main job's (remove-pe-single-head) in README.md as well;
-tests/test_readme_tables.py fails when one differs from what this module prints.
+tests/unit/docs/test_readme_tables.py fails when one differs from what this module prints.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Usage::
     python -m docs._gen.reference --write    # rewrite the stale pages
     python -m docs._gen.reference --print config   # one page to stdout
 
-tests/test_docs.py fails when a committed page differs from what this module renders, when a
+tests/unit/docs/test_docs.py fails when a committed page differs from what this module renders, when a
 config field has no DOCS line, or when a command-line argument has no help text.
 """
 

@@ -1,7 +1,7 @@
 """Per-variant statistics of an ablation study: median, IQR, IQM, exact permutation tests, Holm.
 
 Why medians and rank statistics: the seeds of one variant often split into "solved" and
-"stuck at chance" (DESIGN.md), so a mean describes no actual run and a t-test assumes a
+"stuck at chance" (docs/pages/explanations/statistics.md), so a mean describes no actual run and a t-test assumes a
 normality that the sample does not have. Ties are the rule (accuracy saturates at 1.000 or
 sits at 0.500), so every p-value here comes from an exact permutation distribution that
 counts ties correctly, not from a normal approximation:

@@ -1,0 +1,44 @@
+"""Adaptive seeds: a spec's ``seeds: {min, max, step, stop}`` runs rounds, adding seeds only to
+the undecided comparisons (and the baseline), each look at CI level 1 - 0.05 / looks.
+
+The end-to-end half (trains, or starts processes or servers); the in-process tests are
+tests/unit/sweeps/run/test_adaptive.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_sweep, write_spec
+
+
+@pytest.mark.multiprocess
+def test_adaptive_sweep_runs_rounds_until_max_and_resumes(tmp_path: Path) -> None:
+    # 3 training steps: every variant sits near chance, so no comparison separates.
+    write_spec(tmp_path, seeds={"min": 2, "max": 4, "step": 2}, heatmap_seeds=[0])
+    proc = run_sweep(tmp_path, "--no-wandb")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = tmp_path / "runs" / "tiny"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert [r["seeds"] for r in summary["rounds"]] == [
+        {"baseline": 2, "no_pe": 2},
+        {"baseline": 4, "no_pe": 4},
+    ]
+    assert summary["rounds"][0]["undecided"] == ["no_pe"]
+    assert summary["stop_reason"] == "max seeds (4) reached"
+    assert summary["cells"] == {"total": 8, "complete": 8, "missing": []}
+    assert summary["variants"]["no_pe"]["n"] == 4 and summary["methods"]["seeds"] == [0, 1, 2, 3]
+    md = (run_dir / "report.md").read_text()
+    assert (
+        "Round 2: seeds baseline 4, no_pe 4; undecided: no_pe." in md
+        and "Stopped: max seeds (4) reached." in md
+    )
+    # The same command again: nothing reruns, the rounds stay as they were.
+    again = run_sweep(tmp_path, "--no-wandb")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads((run_dir / "summary.json").read_text())["rounds"] == summary["rounds"]
+    log = "".join(p.read_text() for p in (run_dir / "logs").glob("worker-*.log"))
+    assert log.count(": done") == 8  # each cell ran once

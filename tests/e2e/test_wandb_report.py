@@ -1,0 +1,77 @@
+"""``ablate wandb-report``: the W&B Report's spec, checked offline against what the runs log.
+
+The spec (``runs/<name>/wandb-report.json``) is what W&B would store. Its runset filters are
+evaluated here against the runs' attributes: in the fast tier against what ``wandb_glue`` passes
+to W&B (captured, nothing logged), in the slow tier against real offline runs of a sweep, read back
+with ``wandb leet inspect --json``.
+
+The end-to-end half (trains, or starts processes or servers); the in-process tests are
+tests/unit/sweeps/integrations/test_wandb_report.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_sweep, write_spec
+from tests.unit.sweeps.integrations.test_wandb_report import matches, panels, wandb_report
+
+
+def inspect_runs(wandb_dir: Path) -> dict[str, dict]:
+    """Each offline run's record (``leet inspect --json``) plus ``logged``: every key it logged."""
+    exe = Path(sys.executable).parent / "wandb"
+    runs = {}
+    for folder in sorted(wandb_dir.glob("offline-run-*")):
+        out = subprocess.run(
+            [str(exe), "leet", "inspect", str(folder), "--json"], capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 0, out.stderr
+        records = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        [run] = [r["run"] for r in records if r["type"] == "run"]
+        # Media and tables are flattened (``attention/layer0._type``): the key is before the dot.
+        run["logged"] = {
+            k.split(".")[0] for r in records if r["type"] == "history" for k in r["history"]["item"]
+        }
+        run["config"] = run["config"]["update"]
+        runs[run["display_name"]] = run
+    return runs
+
+
+@pytest.mark.multiprocess
+def test_report_matches_a_real_sweeps_offline_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Every panel's runset keeps exactly the runs that log its keys: cells for curves and bars,
+    the heatmap seeds' cells for heatmaps, the summary run for the table."""
+    write_spec(tmp_path, seeds=2)
+    ran = run_sweep(tmp_path, "--workers", "1")
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    run_dir = tmp_path / "runs" / "tiny"
+    assert wandb_report(str(run_dir)) == 0
+    data = json.loads((run_dir / "wandb-report.json").read_text())
+    runs = inspect_runs(run_dir / "wandb")
+    cells = {f"{v}-s{s}" for v in ("baseline", "no_pe") for s in (0, 1)}
+    assert set(runs) == cells | {"tiny-summary"}
+
+    def kept(runset: dict) -> set[str]:
+        return {name for name, run in runs.items() if matches(runset, run)}
+
+    for panel, runset in panels(data, "Run History Line Plot") + panels(data, "Bar Chart"):
+        assert kept(runset) == cells
+        cfg = panel["config"]
+        for name in cells:
+            assert set(cfg["metrics"]) | {cfg.get("xAxis", "_step")} <= runs[name]["logged"]
+            assert runs[name]["config"]["variant"] == name.split("-s")[0]
+    for panel, runset in panels(data, "Media Browser"):
+        want = (
+            {"tiny-summary"}
+            if panel["config"]["mediaKeys"] == ["metric_plot"]
+            else {"baseline-s1", "no_pe-s1"}
+        )
+        assert kept(runset) == want
+        for name in want:
+            assert set(panel["config"]["mediaKeys"]) <= runs[name]["logged"]
+    assert "variants" in runs["tiny-summary"]["logged"]

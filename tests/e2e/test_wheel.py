@@ -1,0 +1,135 @@
+"""The package as users get it: a wheel installed into a fresh virtual environment outside the repo.
+
+The wheel is built from this checkout and installed with ``--no-deps`` into a new venv; the
+dependencies come from the project's environment through a path entry (a ``.pth`` line, which adds
+the folder to ``sys.path`` but runs none of its ``.pth`` hooks, so the repo's editable install of
+``ablate`` stays invisible). Every command runs from an empty temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, TINY_YAML
+
+pytestmark = [pytest.mark.multiprocess]
+
+
+def run(cmd: list[str], cwd: Path, bin_first: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``cmd`` in ``cwd``, offline, with ``bin_first`` (a venv's bin) first on PATH if given."""
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    env["WANDB_MODE"] = "offline"
+    if bin_first is not None:
+        env["PATH"] = f"{bin_first}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def readme_block(marker: str, fence: str) -> str:
+    """The code of the README block under ``<!-- marker -->`` (a ``fence`` code block)."""
+    readme = (REPO / "README.md").read_text()
+    head = f"<!-- {marker} -->\n```{fence}\n"
+    assert head in readme, f"README.md lost its <!-- {marker} --> block"
+    return readme.split(head, 1)[1].split("```", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``bin`` folder of a fresh venv with the wheel of this checkout installed."""
+    root = tmp_path_factory.mktemp("wheel")
+    # Build from a copy of the checkout (tracked and unignored files): an in-tree build would write
+    # build/ into the checkout.
+    tracked = run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], REPO).stdout.split(
+        "\0"
+    )
+    for rel in filter(None, tracked):
+        if (REPO / rel).is_file():
+            (root / "ablate-src" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, root / "ablate-src" / rel)
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    build = run([*pip_wheel, "-w", "dist", "./ablate-src"], root)
+    assert build.returncode == 0, build.stderr
+    (wheel,) = (root / "dist").glob("*.whl")
+    venv.create(root / "env", with_pip=True)
+    bin_dir = root / "env" / "bin"
+    install = run(
+        [str(bin_dir / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], root
+    )
+    assert install.returncode == 0, install.stderr
+    purelib = run(
+        [str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root
+    )
+    Path(purelib.stdout.strip(), "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return bin_dir
+
+
+def test_the_wheel_installs_one_import_name(installed: Path, tmp_path: Path) -> None:
+    code = (
+        "import importlib.metadata as m, ablate; "
+        "tops = {p.parts[0] for p in m.files('transformer-ablate') if p.parts[0] != '..'}; "
+        "print(sorted(tops)); print(ablate.__file__)"
+    )
+    out = run([str(installed / "python"), "-c", code], tmp_path)
+    assert out.returncode == 0, out.stderr
+    tops, where = out.stdout.splitlines()
+    assert tops == "['ablate', 'transformer_ablate-0.1.0.dist-info']"
+    assert str(REPO) not in where and "site-packages" in where  # the installed copy, not the checkout
+
+
+def test_installed_ablate_lists_presets_and_runs_a_sweep(installed: Path, tmp_path: Path) -> None:
+    listed = run([str(installed / "ablate"), "reproduce", "--list"], tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    for preset in ("remove-pe-single-head", "heads", "pe-type", "norm"):
+        assert preset in listed.stdout
+    # Every preset's experiments resolve inside the installed package (no repository files needed).
+    code = (
+        "from ablate.experiments.presets import PRESETS, load_preset\n"
+        "from ablate.experiments.spec import load_spec\n"
+        "for p in sorted(PRESETS.glob('*.yaml')):\n"
+        "    for rel in load_preset(p.stem)['experiments']:\n"
+        "        load_spec(PRESETS.parent / rel, profile='cpu')\n"
+        "print(PRESETS)\n"
+    )
+    specs = run([str(installed / "python"), "-c", code], tmp_path)
+    assert specs.returncode == 0, specs.stderr
+    assert "site-packages" in specs.stdout
+    (tmp_path / "tiny.yaml").write_text(
+        "name: tiny\nbase: base.yaml\nvariants: {baseline: {}, no_pe: {model.pe: none}}\nseeds: 2\n"
+    )
+    (tmp_path / "base.yaml").write_text(TINY_YAML)
+    swept = run([str(installed / "ablate"), "sweep", "tiny.yaml", "--no-wandb", "--out", "runs"], tmp_path)
+    assert swept.returncode == 0, swept.stdout + swept.stderr
+    assert (tmp_path / "runs" / "tiny" / "summary.json").is_file()
+    assert "4/4 cells complete" in swept.stdout + swept.stderr
+
+
+def test_the_readme_quickstart_runs_in_an_empty_folder(installed: Path, tmp_path: Path) -> None:
+    """The README's <!-- quickstart --> block, as a user types it after ``pip install`` (the wheel
+    is installed already, so its leading pip line goes), with the venv's ``ablate`` on PATH."""
+    lines = readme_block("quickstart", "bash").splitlines()
+    while lines and lines[0].startswith("pip install"):
+        lines.pop(0)
+    assert not any(line.startswith("pip ") for line in lines), "the quickstart installs something else"
+    (tmp_path / "quickstart.sh").write_text("\n".join(lines) + "\n")
+    ran = run(["bash", "-e", "-o", "pipefail", "quickstart.sh"], tmp_path, bin_first=installed)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    summary = json.loads((tmp_path / "runs" / "quickstart" / "summary.json").read_text())
+    assert summary["cells"]["complete"] == summary["cells"]["total"] == 6
+    assert summary["variants"]["no_pe"]["median"] == 0.5  # no position signal: chance, as the README says
+    assert (tmp_path / "runs" / "first-train" / "metrics.json").is_file()
+
+
+def test_the_readme_python_example_runs_in_an_empty_folder(installed: Path, tmp_path: Path) -> None:
+    (tmp_path / "example.py").write_text(readme_block("python-example", "python"))
+    ran = run([str(installed / "python"), "example.py"], tmp_path)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    summary = json.loads((tmp_path / "runs" / "order-api" / "summary.json").read_text())
+    assert summary["cells"]["complete"] == summary["cells"]["total"] == 9

@@ -1,0 +1,346 @@
+"""``ablate wandb-report``: the W&B Report's spec, checked offline against what the runs log.
+
+The spec (``runs/<name>/wandb-report.json``) is what W&B would store. Its runset filters are
+evaluated here against the runs' attributes: in the fast tier against what ``wandb_glue`` passes
+to W&B (captured, nothing logged), in the slow tier against real offline runs of a sweep, read back
+with ``wandb leet inspect --json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from ablate import cli
+from ablate.experiments.io import write_json
+from ablate.experiments.spec import ExperimentSpec, spec_from_dict
+from ablate.sweeps.integrations import wandb_glue
+from ablate.sweeps.integrations import wandb_report as wrep
+from tests.conftest import TINY_BASE
+
+# baseline vs two variants, one of them deeper (its heatmaps have a third layer), an extra metric.
+RAW_SPEC = {
+    "name": "tiny",
+    "base": TINY_BASE,
+    "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}, "deep": {"model.n_layers": 3}},
+    "seeds": 3,
+    "heatmap_seeds": [1],
+    "extra_metrics": ["val/f1"],
+}
+STATS = {"n": 3, "n_diverged": 0, "median": 0.9, "q1": 0.85, "q3": 0.95, "min": 0.8, "max": 1.0}
+SUMMARY = {
+    "experiment": "tiny",
+    "metric": "test/acc",
+    "direction": "maximize",
+    "baseline": "baseline",
+    "cells": {"total": 9, "complete": 9},
+    "variants": {
+        "baseline": STATS,
+        "no_pe": {**STATS, "median": 0.5, "delta_median": -0.4, "ci95": [-0.5, -0.3], "p_value": 0.25},
+        "deep": {**STATS, "delta_median": 0.0, "ci95": [-0.1, 0.1], "p_value": 1.0},
+    },
+}
+
+
+def make_run_dir(tmp_path: Path, *, summary: bool = True) -> tuple[ExperimentSpec, Path]:
+    """A run folder as a sweep leaves it, as far as the report reads it: spec.json, summary.json."""
+    spec = spec_from_dict(RAW_SPEC)
+    run_dir = tmp_path / "runs" / "tiny"
+    run_dir.mkdir(parents=True)
+    write_json(run_dir / "spec.json", spec.to_dict())
+    if summary:
+        write_json(run_dir / "summary.json", SUMMARY)
+    return spec, run_dir
+
+
+def wandb_report(*args: str) -> int:
+    return cli.main(["wandb-report", *args])
+
+
+# --- reading the spec: panels and runsets ----------------------------------------------------
+
+
+def grids(spec_json: dict) -> list[dict]:
+    return [b["metadata"] for b in spec_json["spec"]["blocks"] if b["type"] == "panel-grid"]
+
+
+def panels(spec_json: dict, view_type: str) -> list[tuple[dict, dict]]:
+    """(panel, its grid's only runset) for every panel of ``view_type``."""
+    out = []
+    for grid in grids(spec_json):
+        assert len(grid["runSets"]) == 1
+        out += [
+            (p, grid["runSets"][0])
+            for p in grid["panelBankSectionConfig"]["panels"]
+            if p["viewType"] == view_type
+        ]
+    return out
+
+
+def run_attr(run: dict, key: dict) -> Any:
+    """The value a W&B filter key reads from a run (``run`` as ``leet inspect`` prints its record)."""
+    if key["section"] == "config":
+        return run["config"].get(key["name"])
+    field = {"jobType": "job_type", "group": "run_group", "name": "run_id", "displayName": "display_name"}
+    return run[field[key["name"]]]
+
+
+def matches(runset: dict, run: dict) -> bool:
+    """Whether W&B's runset filter (filterV2: a flat AND of leaves here) keeps ``run``."""
+    leaves = runset["filters"]["filters"]
+    assert runset["filters"]["filterFormat"] == "filterV2" and leaves
+    assert all(f.get("connector", "AND") == "AND" and not f["disabled"] for f in leaves)
+    ops = {"=": lambda a, b: a == b, "IN": lambda a, b: a in b}
+    return all(ops[f["op"]](run_attr(run, f["key"]), f["value"]) for f in leaves)
+
+
+def captured_runs(spec: ExperimentSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict]:
+    """The attributes ``wandb_glue`` gives each cell run and the summary run, captured at W&B's door."""
+    import lightning.pytorch.loggers
+    import wandb
+
+    class Captured(Exception):
+        pass
+
+    def fake_logger(**kw: Any) -> SimpleNamespace:
+        return SimpleNamespace(**kw)
+
+    def fake_init(**kw: Any) -> None:
+        raise Captured(kw)
+
+    monkeypatch.setattr(lightning.pytorch.loggers, "WandbLogger", fake_logger)
+    monkeypatch.setattr(wandb, "init", fake_init)
+    runs = {}
+    for variant, seed in spec.cells():
+        kw = wandb_glue.cell_logger(spec, variant, seed, spec.cell_config(variant, seed), tmp_path)
+        runs[kw.name] = {"job_type": kw.job_type, "run_group": kw.group, "run_id": "x", "config": kw.config}
+    with pytest.raises(Captured) as info:
+        wandb_glue.log_summary(spec, SUMMARY, tmp_path / "plot.png", tmp_path)
+    kw = info.value.args[0]
+    runs["summary"] = {
+        "job_type": kw["job_type"],
+        "run_group": kw["group"],
+        "run_id": kw["id"],
+        "config": kw["config"],
+    }
+    return runs
+
+
+# --- the fast tier ----------------------------------------------------------------------------
+
+
+def test_offline_writes_the_review_spec(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    spec, run_dir = make_run_dir(tmp_path)
+    assert wandb_report(str(run_dir)) == 0
+    out, err = capsys.readouterr()
+    path = run_dir / "wandb-report.json"
+    assert out.strip() == str(path.resolve())
+    assert "--from-spec" in err and "wandb sync" in err
+    data = json.loads(path.read_text())
+    assert data["project"] == {"name": "ablate", "entityName": ""}
+    assert data["displayName"] == "tiny: ablation review"
+
+    # Curves: train and val loss and the metrics' statistics, the median per variant, min-max band.
+    lines = panels(data, "Run History Line Plot")
+    assert sorted(p["config"]["metrics"][0] for p, _ in lines) == sorted(
+        ["train/loss", "val/loss", "train/acc", "val/acc", "train/f1", "val/f1"]
+    )
+    bars = panels(data, "Bar Chart")
+    assert [p["config"]["metrics"] for p, _ in bars] == [["test/acc"], ["val/f1"]]
+    for panel, runset in lines + bars:
+        cfg = panel["config"]
+        assert (cfg["groupBy"], cfg["groupAgg"], cfg["groupArea"], cfg["aggregate"]) == (
+            "variant.value",
+            "median",
+            "minmax",
+            True,
+        )
+        assert runset["grouping"] == [{"section": "config", "name": "variant.value"}]
+    assert {p["config"]["xAxis"] for p, _ in lines} == {"trainer/global_step"}
+
+    # Heatmaps: every layer of the deepest variant, from ungrouped runs (one image per run).
+    media = [(p["config"]["mediaKeys"], rs) for p, rs in panels(data, "Media Browser")]
+    assert [keys for keys, _ in media] == [
+        ["metric_plot"],
+        ["attention/layer0"],
+        ["attention/layer1"],
+        ["attention/layer2"],
+    ]
+    assert all(rs["grouping"] == [] for _, rs in media[1:])
+
+    # The summary table reads the summary run's `variants` table.
+    report = wrep.read_report_spec(run_dir)
+    tables = [p for b in report.blocks if hasattr(b, "panels") for p in b.panels if hasattr(p, "table_name")]
+    assert [t.table_name for t in tables] == ["variants"]
+    # The text states the medians and Δ of the summary.
+    text = data["spec"]["blocks"][1]["content"]
+    assert "| no_pe | 3 | 0.5000 | 0.8500 | 0.9500 | -0.4000 | -0.5000 | -0.3000 | 0.2500 |" in text
+
+
+def test_runsets_keep_exactly_this_experiments_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The filters, evaluated on what wandb_glue logs: cells in the grouped runsets, heatmap seeds in
+    the heatmap runset, the study's summary run alone in the table's; another experiment's runs
+    (same project, same variant names) nowhere."""
+    spec, run_dir = make_run_dir(tmp_path)
+    runs = captured_runs(spec, tmp_path, monkeypatch)
+    other = spec_from_dict({**RAW_SPEC, "name": "other"})
+    runs |= {f"other/{k}": v for k, v in captured_runs(other, tmp_path, monkeypatch).items()}
+    monkeypatch.undo()
+    assert wandb_report(str(run_dir)) == 0
+    data = json.loads((run_dir / "wandb-report.json").read_text())
+
+    def kept(runset: dict) -> set[str]:
+        return {name for name, run in runs.items() if matches(runset, run)}
+
+    cells = {f"{v}-s{s}" for v, s in spec.cells()}
+    for _, runset in panels(data, "Run History Line Plot") + panels(data, "Bar Chart"):
+        assert kept(runset) == cells
+        assert {runs[c]["config"]["variant"] for c in cells} == set(spec.variants)
+    for panel, runset in panels(data, "Media Browser"):
+        want = (
+            {"summary"}
+            if panel["config"]["mediaKeys"] == ["metric_plot"]
+            else {"baseline-s1", "no_pe-s1", "deep-s1"}
+        )
+        assert kept(runset) == want  # the summary run's id, from spec.json, is the logged one
+
+
+def test_heatmap_keys_are_what_finish_cell_logs(tmp_path: Path) -> None:
+    """finish_cell logs ``attention/layer{i}`` images; the panels ask for the same keys."""
+    import matplotlib.pyplot as plt
+
+    spec = spec_from_dict(RAW_SPEC)
+    pngs = []
+    for i in range(3):
+        pngs.append(tmp_path / f"l{i}.png")
+        plt.imsave(pngs[-1], [[0.0, 1.0], [1.0, 0.0]])
+    logged: dict[str, Any] = {}
+    run = SimpleNamespace(summary={}, id="r", log=logged.update, finish=lambda: None)
+    wandb_glue.finish_cell(SimpleNamespace(experiment=run), {"test/acc": 1.0}, {"pngs": pngs})
+    assert sorted(logged) == wrep.heatmap_keys(spec)
+
+
+def test_without_summary_the_report_still_builds(tmp_path: Path) -> None:
+    _, run_dir = make_run_dir(tmp_path, summary=False)
+    assert wandb_report(str(run_dir)) == 0
+    data = json.loads((run_dir / "wandb-report.json").read_text())
+    assert "No summary.json yet" in data["spec"]["blocks"][1]["content"]
+
+
+def test_spec_round_trips(tmp_path: Path) -> None:
+    """The JSON loads back into the library's Report and serializes to the same JSON."""
+    spec, _ = make_run_dir(tmp_path)
+    data = wrep.report_spec(wrep.build_report(spec, SUMMARY, entity="", project="p"))
+    assert wrep.report_spec(wrep.report_from_spec(data, tmp_path / "x.json")) == data
+
+
+def go_online(monkeypatch: pytest.MonkeyPatch) -> list:
+    """W&B online, with Report.save and Report.url stubbed: the reports "saved", in order."""
+    import wandb_workspaces.reports.v2 as wr
+
+    saved: list = []
+
+    def fake_save(self: Any, draft: bool = False, clone: bool = False) -> Any:
+        self.id = f"id{len(saved)}"
+        saved.append(self)
+        return self
+
+    monkeypatch.setenv("WANDB_MODE", "online")
+    monkeypatch.setenv("WANDB_ENTITY", "team")
+    monkeypatch.setattr(wr.Report, "save", fake_save)
+    monkeypatch.setattr(
+        wr.Report, "url", property(lambda r: f"https://w.example/{r.entity}/{r.project}/{r.id}")
+    )
+    return saved
+
+
+def test_online_saves_and_prints_the_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    _, run_dir = make_run_dir(tmp_path)
+    saved = go_online(monkeypatch)
+    assert wandb_report(str(run_dir)) == 0
+    assert capsys.readouterr().out.strip() == "https://w.example/team/ablate/id0"
+    assert [r.title for r in saved] == ["tiny: ablation review"]
+    assert json.loads((run_dir / "wandb-report.json").read_text())["project"]["entityName"] == "team"
+
+
+def test_from_spec_creates_the_offline_report_once_online(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Offline spec -> online ``--from-spec``: the saved report is the written one, in the
+    entity of the runs."""
+    _, run_dir = make_run_dir(tmp_path)
+    assert wandb_report(str(run_dir)) == 0  # offline (conftest)
+    written = json.loads((run_dir / "wandb-report.json").read_text())
+    capsys.readouterr()
+    saved = go_online(monkeypatch)
+    assert wandb_report(str(run_dir), "--from-spec") == 0
+    assert capsys.readouterr().out.strip() == "https://w.example/team/ablate/id0"
+    [report] = saved
+    got = wrep.report_spec(report)
+    assert got["project"] == {"name": "ablate", "entityName": "team"}
+    assert {**got, "project": written["project"], "id": ""} == written
+
+
+# --- bad input: exit 2, one message, nothing written ------------------------------------------
+
+
+REPORT = "<a report spec written offline>"  # the test writes one in its place
+BAD_SUMMARY = json.dumps({**SUMMARY, "variants": {**SUMMARY["variants"], "no_pe": {"n": 3}}})
+# case: (folder under runs/, files written there first (None: a folder), extra args, words of the error)
+BAD: dict[str, tuple[str, dict[str, str | None], list[str], list[str]]] = {
+    "no-folder": ("nope", {}, [], ["is not a sweep run folder", "no spec.json", "no such folder"]),
+    "a-file": ("file", {"file": "x"}, [], ["is not a sweep run folder", "not a folder"]),
+    "no-spec-json": ("empty", {"empty": None}, [], ["is not a sweep run folder", "no spec.json"]),
+    "spec-not-json": ("tiny", {"tiny/spec.json": "{"}, [], ["spec.json is not valid JSON"]),
+    "summary-not-an-object": ("tiny", {"tiny/summary.json": "[]"}, [], ["summary.json holds a JSON list"]),
+    "summary-without-stats": (
+        "tiny",
+        {"tiny/summary.json": BAD_SUMMARY},
+        [],
+        ["is not a sweep's summary", "missing in no_pe", "ablate report"],
+    ),
+    "from-spec-missing": ("tiny", {}, ["--from-spec"], ["no wandb-report.json", "ablate wandb-report"]),
+    "from-spec-not-a-report": (
+        "tiny",
+        {"tiny/wandb-report.json": '{"spec": 3}'},
+        ["--from-spec"],
+        ["is not a W&B report spec"],
+    ),
+    "from-spec-offline": (
+        "tiny",
+        {"tiny/wandb-report.json": REPORT},
+        ["--from-spec"],
+        ["W&B is offline", "only be created online", "wandb sync"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD), ids=list(BAD))
+def test_bad_input_exits_2(tmp_path: Path, case: str, capsys: pytest.CaptureFixture) -> None:
+    folder, files, args, words = BAD[case]
+    spec, run_dir = make_run_dir(tmp_path)
+    for name, text in files.items():
+        path = run_dir.parent / name
+        if text is None:
+            path.mkdir()
+        elif text == REPORT:
+            write_json(path, wrep.report_spec(wrep.build_report(spec, None, entity="", project="p")))
+        else:
+            path.write_text(text)
+    target = run_dir.parent / folder
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
+    assert wandb_report(str(target), *args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("error:") == 1
+    for word in words:
+        assert word in err, (word, err)
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before  # nothing written
+
+
+# --- the slow tier: a real sweep's offline runs -----------------------------------------------
