@@ -181,6 +181,20 @@ def cmd_search(args: argparse.Namespace) -> int:
     return print_outcome(console, outcomes)
 
 
+def cmd_check_component(args: argparse.Namespace) -> int:
+    from ablate.lit_modules.plugins import absolute
+    from ablate.testing import check_component
+
+    plugins = [absolute(p, Path.cwd()) for p in args.plugins]
+    results = check_component(args.kind, args.name, plugins)
+    for r in results:
+        out_console.print(r.line(), markup=False, highlight=False, soft_wrap=True)
+    broken = [r for r in results if r.ok is False]
+    verdict = f"{len(broken)} contract(s) broken" if broken else "every contract holds"
+    console.print(f"{args.kind} {args.name}: {verdict}: exit {1 if broken else 0}", markup=False)
+    return 1 if broken else 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from ablate.sweeps.report.build import rewrite_report
 

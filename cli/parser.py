@@ -14,6 +14,7 @@ from collections.abc import Callable
 from ablate.cli.checks import check_options
 from ablate.cli.commands import (
     cmd_aggregate,
+    cmd_check_component,
     cmd_compare,
     cmd_dashboard,
     cmd_lr_check,
@@ -28,6 +29,7 @@ from ablate.cli.commands import (
 )
 from ablate.cli.tables import console
 from ablate.errors import ConfigError
+from ablate.lit_modules.registry import KINDS
 from ablate.sweeps.integrations.wandb_report import REPORT_FILE
 from ablate.sweeps.run.lr_check import DEFAULT_FACTORS
 
@@ -146,6 +148,21 @@ def build_parser() -> argparse.ArgumentParser:
     _sweep_options(lr)
     _launcher_options(lr)
     lr.set_defaults(func=cmd_lr_check)
+
+    cc = sub.add_parser(
+        "check-component",
+        help="check a component against the contracts a built-in keeps (exit 1 if one breaks)",
+    )
+    cc.add_argument("kind", choices=list(KINDS), help="the component's kind")
+    cc.add_argument("name", help="its registered name (e.g. rmsnorm, or a plugin's)")
+    cc.add_argument(
+        "--plugins",
+        nargs="+",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="plugins to import first: module names or .py files (default: none)",
+    )
+    cc.set_defaults(func=cmd_check_component)
 
     rp = sub.add_parser("report", help="(re)write the report of a sweep run folder")
     rp.add_argument("run_dir", help="sweep run folder (with spec.json)")

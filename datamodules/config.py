@@ -146,6 +146,15 @@ class DataConfig:
         else:
             self._check_synthetic()
 
+    def longest_input(self) -> int:
+        """Tokens of the longest input any split holds ([CLS] not included): text is truncated to
+        max_len; a synthetic task's longest example, times long_test_factor for test_long."""
+        if self.task == "text":
+            return self.max_len
+        from ablate.datamodules.tasks import TASKS
+
+        return TASKS[self.task].longest(self) * max(1, self.long_test_factor)
+
     def _check_synthetic(self) -> None:
         require(
             self.source is None

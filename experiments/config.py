@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ablate.datamodules.config import DataConfig
-from ablate.errors import ConfigError, Range, require, validate_fields
+from ablate.errors import ConfigError, Range, require, short, validate_fields
 from ablate.experiments.parsing import as_mapping, parse_overrides
 from ablate.lit_modules.config import ModelConfig, OptimConfig
+from ablate.lit_modules.plugins import import_plugins
 
 # Seeds reach numpy and Lightning, which take unsigned 32-bit seeds.
 SEED_RANGE = Range(0, 2**32 - 1)
@@ -148,6 +149,30 @@ def _device(accelerator: str) -> str:
     return "mps" if accelerator == "mps" or (accelerator == "gpu" and mps) else "cuda"
 
 
+# Keys added after studies were made with this suite. At these values a study's identity leaves
+# them out (experiments/spec.py, sweeps/ledger/identity.py), so a study made before them still
+# resumes; any other value is part of it.
+LATER_DEFAULTS: dict[str, Any] = {
+    "model.attention": "mha",
+    "model.norm_layer": "layernorm",
+    "model.ffn": "mlp",
+    "model.n_kv_heads": None,
+    "plugins": [],
+}
+
+
+def without_later_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """A config mapping (``TrainConfig.to_dict()``) without the LATER_DEFAULTS keys at their default."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    for key, default in LATER_DEFAULTS.items():
+        section, _, name = key.rpartition(".")
+        holder = out.get(section) if section else out
+        field_name = name if section else key
+        if isinstance(holder, dict) and field_name in holder and holder[field_name] == default:
+            del holder[field_name]
+    return out
+
+
 SECTIONS: dict[str, type] = {
     "model": ModelConfig,
     "data": DataConfig,
@@ -171,6 +196,10 @@ class TrainConfig:
             "init, data order and dropout (`data.seed` alone fixes the data set, so seed variance is "
             "training variance)"
         ),
+        "plugins": (
+            "modules or `.py` files (relative to this file) that register components of your own, "
+            "imported before the config is checked, in every process"
+        ),
     }
 
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -178,17 +207,38 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     seed: int = 0
+    # Plugins (lit_modules/plugins.py): files made absolute, imported by from_dict before the sections.
+    plugins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        plugins = self.plugins
+        require(
+            isinstance(plugins, (list, tuple)) and all(isinstance(p, str) and p.strip() for p in plugins),
+            f"plugins={short(plugins)} must be a list of module names or .py files",
+        )
+        object.__setattr__(self, "plugins", tuple(dict.fromkeys(plugins)))  # in order, once each
         require(
             isinstance(self.seed, int) and not isinstance(self.seed, bool),
             f"seed={self.seed!r} has the wrong type; expected int",
         )
         interval = self.RANGES["seed"]
         require(self.seed in interval, f"seed={self.seed!r} is out of range; valid: {interval}")
+        self._check_lengths()
+
+    def _check_lengths(self) -> None:
+        """Every input must fit the positional encoding (``max_positions``: the learned table's rows)."""
+        from ablate.lit_modules.registry import get
+
+        limit = get("positional", self.model.pe).max_positions(self.model)
+        longest = self.data.longest_input() + (self.model.pool == "cls")
+        require(
+            limit is None or longest <= limit,
+            f"model.pe={self.model.pe!r} has model.max_len={limit} positions but inputs reach "
+            f"{longest} tokens (data.max_len x long_test_factor, + [CLS]); raise model.max_len",
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "plugins": list(self.plugins)}
 
     def streams(self, seed: int) -> tuple[int, int]:
         """(init seed, data-order seed) of run seed ``seed`` (see trainer.order_seeds)."""
@@ -209,11 +259,17 @@ class TrainConfig:
     def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:
         require(isinstance(raw, dict), f"a train config must be a mapping, got {type(raw).__name__}")
         as_mapping(raw, "a train config")
-        unknown = set(raw) - set(SECTIONS) - {"seed"}
+        unknown = set(raw) - set(SECTIONS) - {"seed", "plugins"}
         require(
             not unknown,
-            f"unknown config section(s) {sorted(unknown)}; valid: {sorted(SECTIONS) + ['seed']}",
+            f"unknown config section(s) {sorted(unknown)}; valid: {sorted(SECTIONS) + ['seed', 'plugins']}",
         )
+        plugins = raw.get("plugins") or ()
+        require(
+            isinstance(plugins, (list, tuple)) and all(isinstance(p, str) for p in plugins),
+            f"plugins={short(plugins)} must be a list of module names or .py files",
+        )
+        import_plugins(plugins)  # their components must be registered before the sections are checked
         sections = {}
         for name, section_cls in SECTIONS.items():
             values = as_mapping(raw.get(name), f"config section '{name}'")
@@ -224,7 +280,7 @@ class TrainConfig:
                 f"unknown key(s) {', '.join(f'{name}.{k}' for k in bad)}; valid {name} keys: {', '.join(valid)}",
             )
             sections[name] = section_cls(**values)
-        return cls(**sections, seed=raw.get("seed", 0))
+        return cls(**sections, seed=raw.get("seed", 0), plugins=tuple(plugins))
 
     def override(self, overrides: list[str] | dict[str, Any]) -> TrainConfig:
         """Apply ``["model.n_heads=1", "seed=3"]`` (or a dict of dotted keys)."""
@@ -236,13 +292,14 @@ class TrainConfig:
 
 def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     """Set ``raw["model"]["n_heads"]`` from ``"model.n_heads"``, naming valid keys on a miss."""
-    if key == "seed":
-        raw["seed"] = value
+    if key in ("seed", "plugins"):
+        raw[key] = value
         return
     section, _, name = key.partition(".")
     if section not in SECTIONS or not name:
         raise ConfigError(
-            f"unknown config key {key!r}; keys look like section.name with section in {sorted(SECTIONS)}, or 'seed'"
+            f"unknown config key {key!r}; keys look like section.name with section in {sorted(SECTIONS)}, "
+            "or 'seed', 'plugins'"
         )
     valid = [f.name for f in dataclasses.fields(SECTIONS[section])]
     require(name in valid, f"unknown config key {key!r}; valid {section} keys: {', '.join(valid)}")

@@ -15,6 +15,7 @@ import yaml
 from ablate.errors import ConfigError, require, user_path
 from ablate.experiments.config import SECTIONS, TrainConfig
 from ablate.experiments.parsing import parse_overrides
+from ablate.lit_modules import plugins
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -70,7 +71,17 @@ PATH_KEYS = ("data.source", "data.cache_dir")
 
 def absolute_paths(overrides: dict[str, Any], folder: Path) -> dict[str, Any]:
     """Dotted overrides with each relative path value made absolute against ``folder``."""
-    return {k: _absolute(k, v, folder) if k in PATH_KEYS else v for k, v in overrides.items()}
+    out = {k: _absolute(k, v, folder) if k in PATH_KEYS else v for k, v in overrides.items()}
+    if "plugins" in out:
+        out["plugins"] = absolute_plugins(out["plugins"], folder)
+    return out
+
+
+def absolute_plugins(value: Any, folder: Path) -> Any:
+    """A ``plugins:`` list with each file entry made absolute against ``folder`` (modules as they are)."""
+    if not isinstance(value, list):
+        return value  # not a list: TrainConfig.from_dict reports it
+    return [plugins.absolute(e, folder) if isinstance(e, str) else e for e in value]
 
 
 def absolute_sections(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -82,6 +93,8 @@ def absolute_sections(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
         values = out.get(section)
         if isinstance(values, dict) and name in values:
             out[section] = {**values, name: _absolute(key, values[name], folder)}
+    if "plugins" in out:
+        out["plugins"] = absolute_plugins(out["plugins"], folder)
     data = out.get("data")
     if isinstance(data, dict) and data.get("hub_fallback") and isinstance(data.get("source"), str):
         out["data"] = _hub_fallback(data)

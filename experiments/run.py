@@ -65,18 +65,6 @@ def resolve_precision(cfg: TrainConfig) -> str:
     return "32-true"
 
 
-def check_lengths(cfg: TrainConfig) -> None:
-    """The learned PE table has ``model.max_len`` rows: every input must fit."""
-    longest = cfg.data.max_len * max(1, cfg.data.long_test_factor) + (cfg.model.pool == "cls")
-    if cfg.data.task == "lookup":  # n_pairs pair tokens, then n_pairs query copies
-        longest = 2 * cfg.data.n_pairs * max(1, cfg.data.long_test_factor) + (cfg.model.pool == "cls")
-    if cfg.model.pe == "learned" and longest > cfg.model.max_len:
-        raise ConfigError(
-            f"model.pe='learned' has model.max_len={cfg.model.max_len} positions but inputs reach "
-            f"{longest} tokens (data.max_len x long_test_factor, + [CLS]); raise model.max_len"
-        )
-
-
 def quiet_lightning() -> None:
     """Lightning's per-run banners drown a sweep's progress; keep warnings that matter."""
     for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
@@ -128,7 +116,6 @@ def _setup(
     cfg: TrainConfig, shuffle_seed: int, datamodule: ClassificationDataModule | None
 ) -> ClassificationDataModule:
     cfg.trainer.check_machine()  # every entry point: an accelerator or precision this machine lacks
-    check_lengths(cfg)
     quiet_lightning()
     # Part of the cell's configuration: the CPU thread count changes float reduction order, and
     # over thousands of steps that changes results (lookup single_head seed 3: 0.799 vs 0.947).

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ablate.errors import ConfigError, require, user_path
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.loading import absolute_paths, absolute_sections, read_yaml
+from ablate.experiments.config import TrainConfig, without_later_defaults
+from ablate.experiments.loading import absolute_paths, absolute_plugins, absolute_sections, read_yaml
 from ablate.experiments.parsing import as_mapping, parse_overrides
 from ablate.experiments.search_spec import SearchSpec, parse_search
 from ablate.experiments.seeds import AdaptiveSeeds, parse_adaptive, parse_seed_factors, parse_seeds
+from ablate.lit_modules.plugins import import_plugins
 
 SPEC_KEYS = (
     "name",
@@ -39,6 +40,7 @@ SPEC_KEYS = (
     "tags",
     "profiles",
     "search",
+    "plugins",
 )
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -86,12 +88,39 @@ class ExperimentSpec:
         return self.base.override({**self.variants[variant], "seed": seed})
 
     def identity(self) -> str:
-        """Hash of what makes results comparable: the base and the variants.
+        """Hash of what makes results comparable: the base, the variants, the metric, and the source
+        of every plugin and non-built-in component the cells use.
 
-        Seeds are not part of it, so a study can grow by more seeds later.
+        Seeds are not part of it, so a study can grow by more seeds later; keys added to the config
+        after studies existed count only away from their defaults (LATER_DEFAULTS).
         """
-        payload = {"base": self.base.to_dict(), "variants": self.variants, "metric": self.metric}
+        payload: dict[str, Any] = {
+            "base": without_later_defaults(self.base.to_dict()),
+            "variants": self.variants,
+            "metric": self.metric,
+        }
+        sources = self.plugin_sources()
+        if sources:
+            payload["plugins"] = sources
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def plugin_records(self) -> list[dict[str, Any]]:
+        """What the study records of its plugins (lit_modules/plugins.py ``record``): each declared
+        plugin, and the module of every component a cell uses that is neither built in nor declared."""
+        from ablate.lit_modules import plugins, registry
+
+        out = {r["module"]: r for r in (plugins.record(e) for e in self.base.plugins)}
+        for v in self.variants:
+            model = self.cell_config(v, self.seeds[0]).model
+            for kind, cls in registry.active(model).items():
+                name = getattr(model, registry.CONFIG_KEYS[kind])
+                if not registry.is_builtin(kind, name) and cls.__module__ not in out:
+                    out[cls.__module__] = plugins.record(cls.__module__, sys.modules[cls.__module__])
+        return sorted(out.values(), key=lambda r: r["module"])
+
+    def plugin_sources(self) -> dict[str, str | None]:
+        """plugin (file name or module) -> SHA-256 of its source, for the identity (empty without)."""
+        return {r["name"]: r["sha256"] for r in self.plugin_records()}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,10 +141,10 @@ class ExperimentSpec:
             "adaptive": self.adaptive.to_dict() if self.adaptive else None,
             "seed_factors": self.seed_factors,
             "extra_seeds": {v: list(s) for v, s in self.extra_seeds.items()},
-        }
+        } | ({"plugin_sources": sources} if (sources := self.plugin_sources()) else {})
 
 
-STUDY_WIDE = ("trainer.seed_parallel", "trainer.cpu_threads", "trainer.order_seeds")
+STUDY_WIDE = ("trainer.seed_parallel", "trainer.cpu_threads", "trainer.order_seeds", "plugins")
 
 
 def spec_from_dict(
@@ -142,7 +171,15 @@ def spec_from_dict(
         f"{where}name={name!r}: use letters, digits, '_', '-', '.'",
     )
 
+    plugins = absolute_plugins(raw.get("plugins") or [], folder)
+    require(
+        isinstance(plugins, list) and all(isinstance(p, str) and p.strip() for p in plugins),
+        f"{where}plugins must be a list of module names or .py files, got {raw.get('plugins')!r}",
+    )
+    import_plugins(plugins)  # before the base: it may already name a plugin's component
     base = _base(raw["base"], folder, where)
+    if plugins:
+        base = base.override({"plugins": [*base.plugins, *plugins]})
 
     # The spec's own overrides, then a profile's, then the command line's.
     base_overrides = _file_overrides(raw.get("overrides"), f"{where}overrides", folder)

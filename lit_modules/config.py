@@ -1,19 +1,20 @@
 """Configuration dataclasses shared by the model, the data and the trainer.
 
 Configs are data: frozen, keyword-only dataclasses validated in
-``__post_init__``. A switch is a ``Literal`` field; its valid values are read
-from the annotation, so the error message and the README cannot drift from
-the code.
+``__post_init__``. A switch is a ``Literal`` field (its valid values are read
+from the annotation), or, for a component a user may add (``pe``, ``attention``,
+``norm_layer``, ``ffn``), a name in that kind's registry (lit_modules/registry.py),
+whose components check the configurations they cannot serve themselves.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 from ablate.errors import Range, require, validate_fields
-
-PE = Literal["none", "sinusoidal", "learned", "rope", "alibi"]
+from ablate.lit_modules.registry import check_config
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -30,6 +31,7 @@ class ModelConfig:
         "attn_dropout": Range(0, 1, hi_open=True),
         "max_len": Range(1, 65536),
         "init_std": Range(0, 10, lo_open=True),
+        "n_kv_heads": Range(1, 1024),
     }
     # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
     DOCS = {
@@ -39,7 +41,8 @@ class ModelConfig:
         "d_ff": "FFN hidden width (d_model → d_ff → d_model)",
         "dropout": "residual, FFN and embedding dropout",
         "attn_dropout": "dropout on attention probabilities",
-        "pe": "positional encoding",
+        "pe": "positional encoding: a registered positional component (built in: `none`, `sinusoidal`, "
+        "`learned`, `rope`, `alibi`)",
         "alibi": "with `pe: alibi`: −m·|i−j| for every head, or even heads look left and odd heads right",
         "norm": "Pre-LN `x + f(LN(x))` with a final LayerNorm, or Post-LN `LN(x + f(x))`",
         "pool": "[CLS] token or masked mean over real tokens",
@@ -47,13 +50,21 @@ class ModelConfig:
             "fused `scaled_dot_product_attention` or the explicit path (heatmaps always use the "
             "explicit path)"
         ),
-        "activation": "FFN activation",
+        "activation": "FFN nonlinearity; with `ffn: glu`, `silu` is SwiGLU and `gelu` GEGLU",
         "max_len": (
             "rows of the learned PE table ([CLS] included); longer inputs are an error with `pe: "
             "learned` (the other PEs compute any position)"
         ),
         "scale_embeddings": "multiply token embeddings by √d_model (Vaswani et al. 2017, 3.4)",
         "init_std": "std of linear and embedding weights",
+        "attention": "self-attention: a registered attention component (built in: `mha`, multi-head "
+        "with grouped key-value heads)",
+        "norm_layer": "the normalization layer (`model.norm` places it): a registered norm component "
+        "(built in: `layernorm`, `rmsnorm`)",
+        "ffn": "feed-forward block: a registered ffn component (built in: `mlp`, `glu` at the `mlp`'s "
+        "parameter count)",
+        "n_kv_heads": "key-value heads of `attention: mha` (grouped-query attention); null: one per query "
+        "head; 1: multi-query; must divide n_heads",
     }
 
     d_model: int = 64
@@ -62,20 +73,27 @@ class ModelConfig:
     d_ff: int = 128
     dropout: float = 0.1
     attn_dropout: float = 0.0
-    pe: PE = "sinusoidal"
+    # A registered positional component (lit_modules/positional.py has the built-ins).
+    pe: str = "sinusoidal"
     # pe=alibi only. symmetric: bias -m|i-j| (cannot tell left from right); directional: even
     # heads see only keys at or left of the query, odd heads only at or right (positional.py).
     alibi: Literal["symmetric", "directional"] = "symmetric"
     norm: Literal["pre", "post"] = "pre"
     pool: Literal["cls", "mean"] = "cls"
     attn_impl: Literal["sdpa", "eager"] = "sdpa"
-    activation: Literal["gelu", "relu"] = "gelu"
+    activation: Literal["gelu", "relu", "silu"] = "gelu"
     # Rows of the learned PE table ([CLS] included); longer inputs are an error
     # with pe=learned. Sinusoidal, RoPE and ALiBi compute any position.
     max_len: int = 256
     # Multiply token embeddings by sqrt(d_model) (Vaswani et al. 2017, 3.4).
     scale_embeddings: bool = True
     init_std: float = 0.02
+    # Registered attention, norm and ffn components (lit_modules/registry.py).
+    attention: str = "mha"
+    norm_layer: str = "layernorm"
+    ffn: str = "mlp"
+    # Key-value heads of the built-in attention (Shazeer 2019; Ainslie et al. 2023); None = n_heads.
+    n_kv_heads: int | None = None
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -84,24 +102,20 @@ class ModelConfig:
             f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}; "
             f"valid n_heads: {[h for h in range(1, self.d_model + 1) if self.d_model % h == 0]}",
         )
-        require(
-            self.pe != "rope" or self.head_dim % 2 == 0,
-            f"model.pe='rope' rotates pairs of dimensions and needs an even head_dim; "
-            f"d_model/n_heads = {self.d_model}/{self.n_heads} = {self.head_dim}",
-        )
-        require(
-            self.alibi == "symmetric" or self.pe == "alibi",
-            f"model.alibi={self.alibi!r} applies to model.pe='alibi' only (model.pe={self.pe!r})",
-        )
-        require(
-            self.alibi == "symmetric" or self.n_heads >= 2,
-            "model.alibi='directional' splits the heads into left- and right-looking ones; "
-            "it needs model.n_heads >= 2",
-        )
+        check_config(self)  # the components' own rules (lit_modules/registry.py)
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def embed_rms(self) -> float:
+        """Per-element RMS of the (scaled) token embedding at init; the positional scale rule uses it."""
+        return self.init_std * (math.sqrt(self.d_model) if self.scale_embeddings else 1.0)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -12,41 +12,25 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ablate.lit_modules.attention import MultiHeadAttention
 from ablate.lit_modules.config import ModelConfig
 from ablate.lit_modules.dropout import KeyedDropout, number_sites
-from ablate.lit_modules.positional import POSITIONAL, PositionalEncoding
-
-# String-keyed activations, as in Hugging Face's ACT2FN. GELU is the exact (erf) form, like torch's.
-ACTIVATIONS: dict[str, type[nn.Module]] = {"gelu": nn.GELU, "relu": nn.ReLU}
+from ablate.lit_modules.positional import PositionalEncoding
+from ablate.lit_modules.registry import get
 
 PAD_ID = 0
 
 
-class FeedForward(nn.Module):
-    """Position-wise d_model -> d_ff -> d_model (Vaswani et al. 2017, 3.3)."""
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff)
-        self.act = ACTIVATIONS[cfg.activation]()
-        self.dropout = KeyedDropout(cfg.dropout)
-        self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model)
-
-    def forward(self, x: Tensor, key: Tensor | None = None) -> Tensor:
-        return self.fc2(self.dropout(self.act(self.fc1(x)), key))
-
-
 class EncoderBlock(nn.Module):
-    """Post-LN (Vaswani et al. 2017) or Pre-LN (Xiong et al. 2020) residual block."""
+    """Post-LN (Vaswani et al. 2017) or Pre-LN (Xiong et al. 2020) residual block, of the
+    attention, norm and ffn components the config names (lit_modules/registry.py)."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.pre_norm = cfg.norm == "pre"
-        self.attn = MultiHeadAttention(cfg)
-        self.ffn = FeedForward(cfg)
-        self.norm1 = nn.LayerNorm(cfg.d_model, eps=1e-5)
-        self.norm2 = nn.LayerNorm(cfg.d_model, eps=1e-5)
+        self.attn = get("attention", cfg.attention)(cfg)
+        self.ffn = get("ffn", cfg.ffn)(cfg)
+        self.norm1 = get("norm", cfg.norm_layer)(cfg)
+        self.norm2 = get("norm", cfg.norm_layer)(cfg)
         # Residual dropout, one site each: the two sublayers get independent masks.
         self.drop_attn = KeyedDropout(cfg.dropout)
         self.drop_ffn = KeyedDropout(cfg.dropout)
@@ -85,16 +69,15 @@ class EncoderClassifier(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed_scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
-        # Per-element RMS of the (scaled) token embedding at init; the positional scale rule uses it.
-        self.embed_rms = cfg.init_std * self.embed_scale
+        self.embed_rms = cfg.embed_rms  # the positional scale rule uses it
         self.embed = nn.Embedding(vocab_size, cfg.d_model, padding_idx=PAD_ID)
         # [CLS] (Devlin et al. 2019) at position 0; mean pooling has none.
         self.cls = nn.Parameter(torch.zeros(1, 1, cfg.d_model)) if cfg.pool == "cls" else None
-        self.pe = POSITIONAL[cfg.pe](cfg, self.embed_rms)
+        self.pe = get("positional", cfg.pe)(cfg)
         self.dropout = KeyedDropout(cfg.dropout)
         self.blocks = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
-        # Pre-LN leaves the residual stream un-normalised; a final LayerNorm closes it.
-        self.norm = nn.LayerNorm(cfg.d_model, eps=1e-5) if cfg.norm == "pre" else nn.Identity()
+        # Pre-LN leaves the residual stream un-normalised; a final norm closes it.
+        self.norm = get("norm", cfg.norm_layer)(cfg) if cfg.norm == "pre" else nn.Identity()
         self.head = nn.Linear(cfg.d_model, n_classes)
         self._init_weights()
         number_sites(self)
@@ -110,6 +93,8 @@ class EncoderClassifier(nn.Module):
             elif isinstance(m, nn.LayerNorm):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.RMSNorm):
+                nn.init.ones_(m.weight)
         with torch.no_grad():
             self.embed.weight[PAD_ID].zero_()  # keep nn.Embedding's padding_idx convention
         if self.cls is not None:

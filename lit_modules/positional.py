@@ -1,11 +1,17 @@
-"""Positional encodings: one registry, one small interface.
+"""Positional encodings: the ``positional`` registry's contract and built-ins.
 
 Every encoding answers three questions, each a no-op by default, so that the
 attention and the encoder never ask which encoding is active:
 
 - ``add(x)``: add a positional signal to the embeddings (sinusoidal, learned);
 - ``rotate(q, k)``: rotate queries and keys by position (RoPE);
-- ``bias(L, device, dtype)``: an additive bias on the attention scores (ALiBi).
+- ``bias(L, device, dtype)``: an additive bias on the attention scores (ALiBi);
+
+and, as class attributes: ``order_free`` (True only for an encoding that gives no position
+information, so the conformance kit checks that the encoder is permutation-invariant with it),
+``max_positions(cfg)`` (the longest input it can encode, None for any) and ``check(cfg)``.
+A user's encoding subclasses ``PositionalEncoding`` and registers with
+``@components.register("positional", NAME)``.
 
 Scale rule (one choice for every *additive* encoding): at init the positional
 signal has the same per-element RMS as the token embedding, ``embed_rms``
@@ -35,17 +41,30 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ablate.errors import require
 from ablate.lit_modules.config import ModelConfig
+from ablate.lit_modules.registry import register
 
 
 class PositionalEncoding(nn.Module):
     """The interface; as itself it is ``pe: none`` (no position information at all)."""
 
-    def __init__(self, cfg: ModelConfig, embed_rms: float) -> None:
+    order_free = False  # True: the encoder stays permutation-invariant with it (pe: none)
+
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.d_model = cfg.d_model
         self.n_heads = cfg.n_heads
-        self.embed_rms = embed_rms
+        self.embed_rms = cfg.embed_rms
+
+    @classmethod
+    def check(cls, cfg: ModelConfig) -> None:
+        """Raise ConfigError for a configuration this encoding cannot serve."""
+
+    @classmethod
+    def max_positions(cls, cfg: ModelConfig) -> int | None:
+        """The most positions ([CLS] included) it can encode; None for any length."""
+        return None
 
     def add(self, x: Tensor) -> Tensor:
         """x: (B, L, D) embeddings -> (B, L, D) with the positional signal added."""
@@ -60,8 +79,11 @@ class PositionalEncoding(nn.Module):
         return None
 
 
+@register("positional", "none")
 class NoPositional(PositionalEncoding):
     """``pe: none``: the encoder is permutation-invariant (a bag of tokens)."""
+
+    order_free = True
 
 
 def sinusoid_table(length: int, d_model: int) -> Tensor:
@@ -75,13 +97,14 @@ def sinusoid_table(length: int, d_model: int) -> Tensor:
     return table.float()
 
 
+@register("positional", "sinusoidal")
 class SinusoidalPositional(PositionalEncoding):
     """Fixed sinusoids, scaled to the token embedding's RMS; any length, not limited by max_len."""
 
-    def __init__(self, cfg: ModelConfig, embed_rms: float) -> None:
-        super().__init__(cfg, embed_rms)
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg)
         # The closed form has per-element RMS sqrt(1/2) (sin^2 + cos^2 = 1 per pair).
-        self.scale = embed_rms / math.sqrt(0.5)
+        self.scale = self.embed_rms / math.sqrt(0.5)
         # Non-persistent: not in checkpoints, recomputed (and grown) on demand.
         self.register_buffer("table", sinusoid_table(cfg.max_len, cfg.d_model), persistent=False)
 
@@ -92,6 +115,7 @@ class SinusoidalPositional(PositionalEncoding):
         return x + (self.scale * self.table[:length]).to(x.dtype)  # (L, D) broadcast over B
 
 
+@register("positional", "learned")
 class LearnedPositional(PositionalEncoding):
     """A trained table of ``max_len`` rows, one per position, parametrized like the token embedding.
 
@@ -107,10 +131,14 @@ class LearnedPositional(PositionalEncoding):
     suite measures what that does rather than hiding it.
     """
 
-    def __init__(self, cfg: ModelConfig, embed_rms: float) -> None:
-        super().__init__(cfg, embed_rms)
-        self.scale = embed_rms / cfg.init_std  # the token embedding's forward multiplier
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg)
+        self.scale = self.embed_rms / cfg.init_std  # the token embedding's forward multiplier
         self.table = nn.Parameter(torch.randn(cfg.max_len, cfg.d_model) * cfg.init_std)  # (max_len, D)
+
+    @classmethod
+    def max_positions(cls, cfg: ModelConfig) -> int | None:
+        return cfg.max_len  # the table's rows: there is no row for a longer input
 
     def add(self, x: Tensor) -> Tensor:
         length = x.shape[1]
@@ -122,12 +150,13 @@ class LearnedPositional(PositionalEncoding):
         return x + (self.scale * self.table[:length]).to(x.dtype)
 
 
+@register("positional", "rope")
 class RotaryPositional(PositionalEncoding):
     """RoPE (Su et al. 2021), rotate-half convention, base 10000: q.k depends on i - j only."""
 
-    def __init__(self, cfg: ModelConfig, embed_rms: float) -> None:
-        super().__init__(cfg, embed_rms)
-        head_dim = cfg.head_dim  # even; ModelConfig validates it
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg)
+        head_dim = cfg.head_dim  # even (check)
         inv_freq = 1.0 / 10000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
         self.register_buffer("inv_freq", inv_freq, persistent=False)  # (Dh/2,)
 
@@ -138,6 +167,14 @@ class RotaryPositional(PositionalEncoding):
         angle = torch.cat([angle, angle], dim=-1)  # (L, Dh): dim j and j + Dh/2 form one pair
         cos, sin = angle.cos().to(q.dtype), angle.sin().to(q.dtype)
         return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+
+    @classmethod
+    def check(cls, cfg: ModelConfig) -> None:
+        require(
+            cfg.head_dim % 2 == 0,
+            f"model.pe='rope' rotates pairs of dimensions and needs an even head_dim; "
+            f"d_model/n_heads = {cfg.d_model}/{cfg.n_heads} = {cfg.head_dim}",
+        )
 
 
 def _rotate_half(x: Tensor) -> Tensor:
@@ -155,6 +192,7 @@ def alibi_slopes(n_heads: int) -> list[float]:
     return alibi_slopes(closest) + alibi_slopes(2 * closest)[0::2][: n_heads - closest]
 
 
+@register("positional", "alibi")
 class AlibiPositional(PositionalEncoding):
     """ALiBi (Press et al. 2022) for a bidirectional encoder, in one of two forms (``model.alibi``).
 
@@ -174,9 +212,10 @@ class AlibiPositional(PositionalEncoding):
 
     # exp(-1e4) is 0 in float32 and bf16; finite, unlike -inf, for rows with no visible key.
     BLOCKED = -1.0e4
+    OPTIONS = {"alibi": "symmetric"}  # model.alibi is read by this encoding only
 
-    def __init__(self, cfg: ModelConfig, embed_rms: float) -> None:
-        super().__init__(cfg, embed_rms)
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg)
         self.directional = cfg.alibi == "directional"
         self.register_buffer("slopes", torch.tensor(alibi_slopes(cfg.n_heads)), persistent=False)  # (H,)
 
@@ -190,11 +229,10 @@ class AlibiPositional(PositionalEncoding):
             bias = bias.masked_fill(hidden, self.BLOCKED)
         return bias.to(dtype)
 
-
-POSITIONAL: dict[str, type[PositionalEncoding]] = {
-    "none": NoPositional,
-    "sinusoidal": SinusoidalPositional,
-    "learned": LearnedPositional,
-    "rope": RotaryPositional,
-    "alibi": AlibiPositional,
-}
+    @classmethod
+    def check(cls, cfg: ModelConfig) -> None:
+        require(
+            cfg.alibi == "symmetric" or cfg.n_heads >= 2,
+            "model.alibi='directional' splits the heads into left- and right-looking ones; "
+            "it needs model.n_heads >= 2",
+        )

@@ -13,8 +13,6 @@ AdamW over the stack is K AdamWs.
 
 from __future__ import annotations
 
-import dataclasses
-
 import lightning as L
 import torch
 import torch.nn.functional as F
@@ -34,6 +32,13 @@ from ablate.lit_modules.classifier import (
 )
 from ablate.lit_modules.config import ModelConfig, OptimConfig
 from ablate.lit_modules.encoder import EncoderClassifier
+from ablate.lit_modules.registry import get
+
+
+def stack_config(cfg: ModelConfig) -> ModelConfig:
+    """The config a member runs with inside the stack: the attention component's ``for_stack``."""
+    for_stack = getattr(get("attention", cfg.attention), "for_stack", None)
+    return for_stack(cfg) if for_stack is not None else cfg
 
 
 class StackedEncoder(nn.Module):
@@ -53,12 +58,10 @@ class StackedEncoder(nn.Module):
         for name, buf in members[0].named_buffers():  # position tables: the same for every member
             self.register_buffer(name.replace(".", "__"), buf, persistent=False)
         self.buffer_names = [n for n, _ in members[0].named_buffers()]
-        # The explicit attention path: the fused CPU kernel has no vmap batching rule (vmap would
-        # loop over the members); both paths compute the same function (tests/unit/lit_modules/test_model.py).
+        # What the attention component needs under vmap (for mha the explicit path: the fused CPU
+        # kernel has no batching rule; both paths compute the same function, tested).
         with torch.device("meta"):
-            template = EncoderClassifier(
-                dataclasses.replace(cfg, attn_impl="eager"), vocab_size=vocab_size, n_classes=n_classes
-            )
+            template = EncoderClassifier(stack_config(cfg), vocab_size=vocab_size, n_classes=n_classes)
         self._template = [template]  # a list: not a submodule, its meta weights are never used
 
     def forward(

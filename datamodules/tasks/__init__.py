@@ -2,7 +2,8 @@
 
 Every task answers the same small interface: ``vocab(cfg)`` (its fixed token list, for a WordLevel
 tokenizer), ``generate(cfg, rng, n, scale)`` -> (whitespace-joined texts, int labels), where ``scale``
-multiplies the lengths (the ``test_long`` split), and ``N_CLASSES``.
+multiplies the lengths (the ``test_long`` split), ``longest(cfg)`` (the tokens of its longest example
+at scale 1) and ``N_CLASSES``.
 """
 
 from __future__ import annotations

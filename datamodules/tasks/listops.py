@@ -20,6 +20,11 @@ OPS = ("MIN", "MAX", "MED", "SM")
 DIGITS = tuple(str(d) for d in range(10))
 
 
+def longest(cfg: DataConfig) -> int:
+    """Tokens of the longest example at length scale 1."""
+    return cfg.max_len
+
+
 def vocab(cfg: DataConfig) -> list[str]:
     return ["[", "]", *OPS, *DIGITS]
 

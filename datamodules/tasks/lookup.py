@@ -37,6 +37,11 @@ from ablate.errors import ConfigError
 N_CLASSES = 2
 
 
+def longest(cfg: DataConfig) -> int:
+    """Tokens of the longest example at length scale 1: the pair tokens, then as many query copies."""
+    return 2 * cfg.n_pairs
+
+
 def vocab(cfg: DataConfig) -> list[str]:
     pairs = [f"k{k}=v{v}" for k in range(cfg.n_keys) for v in range(cfg.n_values)]
     queries = [f"q{a},{b}" for a in range(cfg.n_keys) for b in range(cfg.n_keys) if a != b]

@@ -16,6 +16,11 @@ from ablate.errors import ConfigError
 N_CLASSES = 2
 
 
+def longest(cfg: DataConfig) -> int:
+    """Tokens of the longest example at length scale 1."""
+    return cfg.max_len
+
+
 def vocab(cfg: DataConfig) -> list[str]:
     return ["A", "B", *(f"s{i}" for i in range(cfg.n_symbols))]
 

@@ -111,7 +111,8 @@ TABLE_HEAD = ["| key | type / choices | default | valid range | meaning |", "|--
 CONFIG_INTRO = """\
 # Config keys
 
-A train config is YAML with sections `model`, `data`, `optim`, `trainer` and a top-level `seed`.
+A train config is YAML with sections `model`, `data`, `optim`, `trainer` and the top-level keys
+`seed` and `plugins`.
 Unknown keys are errors that list the valid ones; a value outside its valid range is an error
 that states the range, before anything runs. On the command line every key is a dotted
 override (`model.n_heads=1 model.pe=none seed=3`). The shipped examples
@@ -131,11 +132,9 @@ def render_config() -> str:
     for section, cls in SECTIONS.items():
         lines += ["", f"## `{section}`", "", f"{cell(TrainConfig.DOCS[section]).capitalize()}.", ""]
         lines += [*TABLE_HEAD, *config_rows(cls, f"{section}.")]
-    seed = next(f for f in dataclasses.fields(TrainConfig) if f.name == "seed")
-    lines += ["", "## `seed`", "", "The top-level key.", "", *TABLE_HEAD]
-    lines.append(
-        f"| `seed` | int | `{seed.default}` | {range_text(TrainConfig, 'seed')} | {cell(TrainConfig.DOCS['seed'])} |"
-    )
+    lines += ["", "## Top-level keys", "", *TABLE_HEAD]
+    lines.append(f"| `seed` | int | `0` | {range_text(TrainConfig, 'seed')} | {cell(TrainConfig.DOCS['seed'])} |")
+    lines.append(f"| `plugins` | list of str | `[]` |  | {cell(TrainConfig.DOCS['plugins'])} |")
     return "\n".join(lines) + "\n"
 
 

@@ -157,9 +157,8 @@ def train_cell(
     spec = load_spec(input_file(spec_path), profile=profile)
     variant, seed, cfg = cell_from_args(spec, args)
     from ablate.experiments.io import atomic_dir
-    from ablate.experiments.run import check_lengths, run_trial
+    from ablate.experiments.run import run_trial
 
-    check_lengths(cfg)  # fail before a W&B run exists
     run_id = os.environ.get("WANDB_RUN_ID")  # set by the agent: two agents never share a folder
     name = f"{variant}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}" + (f"-{run_id}" if run_id else "")
     folder = Path(out or Path("runs") / spec.name / "wandb-sweep" / name)

@@ -11,10 +11,11 @@ import json
 from typing import Any, NoReturn
 
 from ablate.errors import ConfigError
+from ablate.experiments.config import without_later_defaults
 
 # The parts of a resolved spec (``ExperimentSpec.to_dict()``) that a study's results depend on.
-GRID_KEYS = ("base", "variants", "metric", "direction")
-GRID_WHAT = "base config, variants, metric or direction"
+GRID_KEYS = ("base", "variants", "metric", "direction", "plugin_sources")
+GRID_WHAT = "base config, variants, metric, direction or plugin source"
 ABSENT = "(absent)"
 SHOWN = 6  # changed keys named in one message
 
@@ -31,15 +32,20 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
 
 def changed_keys(old: dict[str, Any], new: dict[str, Any], keys: tuple[str, ...] = GRID_KEYS) -> list[str]:
     """``key: old -> new`` for every dotted key under ``keys`` whose value differs."""
-    # Compare as stored: the study keeps its attributes as JSON (tuples become lists).
-    old = json.loads(json.dumps({k: old.get(k) for k in keys}, default=str))
-    new = json.loads(json.dumps({k: new.get(k) for k in keys}, default=str))
+    # Compare as stored: the study keeps its attributes as JSON (tuples become lists). Keys the
+    # config gained later count only away from their defaults, as in the identity.
+    old = json.loads(json.dumps({k: _comparable(k, old.get(k)) for k in keys}, default=str))
+    new = json.loads(json.dumps({k: _comparable(k, new.get(k)) for k in keys}, default=str))
     a, b = flatten(old), flatten(new)
     return [
         f"{k}: {json.dumps(a.get(k, ABSENT))} -> {json.dumps(b.get(k, ABSENT))}"
         for k in sorted(set(a) | set(b))
         if a.get(k, ABSENT) != b.get(k, ABSENT)
     ]
+
+
+def _comparable(key: str, value: Any) -> Any:
+    return without_later_defaults(value) if key == "base" and isinstance(value, dict) else value
 
 
 def refuse_changes(

@@ -58,6 +58,8 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
         summary["rounds"] = store.study.user_attrs.get("rounds", [])
         summary["stop_reason"] = store.study.user_attrs.get("stop_reason")
     summary["provenance"] = provenance()  # the code's git commit and the package versions
+    if plugins := spec.plugin_records():  # each plugin's module, file, source hash and version
+        summary["provenance"]["plugins"] = plugins
     files = write_report(run_dir, summary, rows, tuned=spec.tuned)
     plot = plot_metric(summary, rows) if summary["cells"]["complete"] else None
     # optuna-dashboard: the objective's name, report.md as the study note, report.html and metric.png

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from ablate.errors import ConfigError, require
-from ablate.experiments.loading import absolute_paths, absolute_sections, read_yaml
+from ablate.experiments.loading import absolute_paths, absolute_plugins, absolute_sections, read_yaml
 from ablate.experiments.spec import ExperimentSpec, load_spec
 
 SHARED = 1.0  # the factor of the experiment's own run
@@ -87,6 +87,8 @@ def renamed_spec(path: Path, name: str) -> dict[str, Any]:
         raw["base"] = os.path.abspath(folder / Path(raw["base"]).expanduser())
     elif isinstance(raw["base"], dict):  # an inline train config
         raw["base"] = absolute_sections(raw["base"], folder)
+    if isinstance(raw.get("plugins"), list):
+        raw["plugins"] = absolute_plugins(raw["plugins"], folder)
     if isinstance(raw.get("overrides"), dict):
         raw["overrides"] = absolute_paths(raw["overrides"], folder)
     for key in ("variants", "profiles"):  # name -> dotted overrides

@@ -133,3 +133,48 @@ def test_the_readme_python_example_runs_in_an_empty_folder(installed: Path, tmp_
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     summary = json.loads((tmp_path / "runs" / "order-api" / "summary.json").read_text())
     assert summary["cells"]["complete"] == summary["cells"]["total"] == 9
+
+
+def test_a_plugin_norm_sweeps_from_an_empty_folder(installed: Path, tmp_path: Path) -> None:
+    """The shipped example plugin (examples/scalenorm.py) in an empty folder with only the installed
+    package: it passes check-component, runs as a variant in a 2-worker sweep and with --launcher
+    local (its workers import it by path), the study records its hash, and a changed plugin stops
+    the study from resuming, naming the change."""
+    import json
+
+    import yaml
+
+    shutil.copy(REPO / "examples" / "scalenorm.py", tmp_path / "scalenorm.py")
+    base = yaml.safe_load(TINY_YAML)
+    for name in ("plug", "plug-local"):
+        spec = {
+            "name": name,
+            "plugins": ["scalenorm.py"],
+            "base": base,
+            "variants": {"baseline": {}, "scalenorm": {"model.norm_layer": "scalenorm"}},
+            "seeds": 2,
+        }
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(spec))
+    ablate = str(installed / "ablate")
+    checked = run([ablate, "check-component", "norm", "scalenorm", "--plugins", "scalenorm.py"], tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "every contract holds" in checked.stderr and "FAIL" not in checked.stdout
+
+    for name, extra in (
+        ("plug", ["--workers", "2"]),
+        ("plug-local", ["--launcher", "local", "--workers", "2"]),
+    ):
+        swept = run([ablate, "sweep", f"{name}.yaml", "--no-wandb", "--out", "runs", *extra], tmp_path)
+        assert swept.returncode == 0, swept.stdout + swept.stderr
+        assert "4/4 cells complete" in swept.stdout + swept.stderr
+        summary = json.loads((tmp_path / "runs" / name / "summary.json").read_text())
+        (recorded,) = summary["provenance"]["plugins"]
+        assert recorded["name"] == "scalenorm.py" and recorded["file"] == str(tmp_path / "scalenorm.py")
+        assert recorded["sha256"] is not None and summary["variants"]["scalenorm"]["n"] == 2
+        spec_json = json.loads((tmp_path / "runs" / name / "spec.json").read_text())
+        assert spec_json["plugin_sources"] == {"scalenorm.py": recorded["sha256"]}
+
+    (tmp_path / "scalenorm.py").write_text((tmp_path / "scalenorm.py").read_text() + "\n# an edit\n")
+    again = run([ablate, "sweep", "plug.yaml", "--no-wandb", "--out", "runs"], tmp_path)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert "plugin_sources.scalenorm.py" in " ".join(again.stderr.split())

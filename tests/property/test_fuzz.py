@@ -271,6 +271,11 @@ SPEC_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "tags": st.lists(SCALARS, max_size=3),
     "profiles": st.dictionaries(NAMES, dotted_maps(), max_size=3),
     "search": SEARCH,
+    # Never a real module name: importing one (say "antigravity") would run it.
+    "plugins": st.lists(
+        st.sampled_from(["missing.py", "no_such_plugin_module", "./sub/x.py", "", "a/"]), max_size=2
+    )
+    | ANY,
 }
 assert set(SPEC_VALUES) == set(SPEC_KEYS), "a new spec key needs values here"
 VALID_SPEC = {"name": "fuzz", "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}}, "seeds": 2}

@@ -1,8 +1,8 @@
 """Imports go one way, from the model up to the command line:
 
-    errors < lit_modules | datamodules < experiments
+    errors < lit_modules | datamodules < experiments | components | testing
            < sweeps.stats < sweeps.ledger < sweeps.report < sweeps.integrations < sweeps.run
-           < api < cli | ablate/__init__.py < __main__ | benchmarks | docs
+           < api < cli | ablate/__init__.py < __main__ | benchmarks | docs | examples
 
 A unit may import its own modules and any unit of a lower layer, never one above it or beside
 it, so the model and the data never depend on orchestration, the statistics never on storage,
@@ -24,6 +24,8 @@ LAYERS = {
     "lit_modules": 1,
     "datamodules": 1,
     "experiments": 2,
+    "components": 2,  # ablate.components: the registries' public face (lit_modules)
+    "testing": 2,  # ablate.testing: the conformance kit for pytest (lit_modules)
     "sweeps": 3,  # sweeps/__init__.py: a docstring, no imports
     "sweeps.stats": 3,
     "sweeps.ledger": 4,
@@ -36,6 +38,7 @@ LAYERS = {
     "__main__": 10,
     "benchmarks": 10,
     "docs": 10,
+    "examples": 10,
 }
 ROOMS = {"stats", "ledger", "report", "integrations", "run"}
 

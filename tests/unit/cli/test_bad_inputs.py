@@ -45,7 +45,19 @@ CASES: dict[str, Case] = {
     "seed-given-string": Case(["seed=abc"], ["seed='abc'", "expected int"]),
     "float-given-string": Case(["optim.lr=fast"], ["optim.lr='fast'", "wrong type", "expected float"]),
     "invalid-choice-pe": Case(
-        ["model.pe=abs"], ["model.pe='abs'", "'none', 'sinusoidal', 'learned', 'rope', 'alibi'"]
+        ["model.pe=abs"], ["model.pe='abs'", "registered: alibi, learned, none, rope, sinusoidal"]
+    ),
+    "unknown-norm-layer": Case(
+        ["model.norm_layer=scalenorm"],
+        ["model.norm_layer='scalenorm' is not a registered norm component", "registered: layernorm, rmsnorm"],
+    ),
+    "unknown-ffn": Case(["model.ffn=moe"], ["model.ffn='moe'", "registered: glu, mlp"]),
+    "kv-heads-not-dividing": Case(["model.n_kv_heads=3"], ["model.n_kv_heads=3 must divide", "[1, 2]"]),
+    "plugin-not-found": Case(["plugins=[nowhere.py]"], ["plugin", "nowhere.py: file not found"]),
+    "plugin-import-error": Case(
+        ["plugins=[broken.py]"],
+        ["plugin", "broken.py failed to import: ZeroDivisionError"],
+        {"broken.py": "1 / 0\n"},
     ),
     "invalid-choice-norm": Case(["model.norm=sandwich"], ["model.norm='sandwich'", "'pre', 'post'"]),
     "heads-do-not-divide": Case(

@@ -1,0 +1,39 @@
+"""Components of your own: register them, and the contracts they keep (``ablate.components``).
+
+    from torch import nn
+    from ablate import components
+
+    @components.register("norm", "scalenorm")      # kinds: positional, attention, norm, ffn
+    class ScaleNorm(nn.Module):
+        def __init__(self, cfg): ...                # cfg: the resolved ModelConfig
+        def forward(self, x): ...                   # (B, L, D) -> (B, L, D)
+
+Declare the module (or the .py file) under ``plugins:`` in the train config or the experiment
+spec, select it by name (``model.norm_layer: scalenorm``), and check it with
+``ablate check-component norm scalenorm --plugins my_norm.py``. The contracts:
+``PositionalEncoding`` (subclass it), ``Attention``, ``Norm``, ``FFN`` (Protocols), and
+``KeyedDropout``, the only randomness a component may use. The how-to page: your own component.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ablate.lit_modules.registry import CONFIG_KEYS, KINDS, get, names, register
+
+_CONTRACTS = {
+    "PositionalEncoding": "ablate.lit_modules.positional",
+    "Attention": "ablate.lit_modules.attention",
+    "Norm": "ablate.lit_modules.norms",
+    "FFN": "ablate.lit_modules.ffn",
+    "KeyedDropout": "ablate.lit_modules.dropout",
+}
+__all__ = ["CONFIG_KEYS", "KINDS", "get", "names", "register", *_CONTRACTS]
+
+
+def __getattr__(name: str) -> Any:  # the contracts import torch: only when asked for
+    if name in _CONTRACTS:
+        import importlib
+
+        return getattr(importlib.import_module(_CONTRACTS[name]), name)
+    raise AttributeError(f"module 'ablate.components' has no attribute {name!r}")
