@@ -215,7 +215,9 @@ def keyed_randomness(cfg: ModelConfig) -> Result:
                 "it draws random numbers itself (vmap randomness='error' refused it); use KeyedDropout "
                 "with the key it is given",
             )  # fmt: skip
-        return Result("keyed randomness, stack independence", False, f"it does not run in a seed-parallel stack: {err}")
+        return Result(
+            "keyed randomness, stack independence", False, f"it does not run in a seed-parallel stack: {err}"
+        )
     same = all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
     return Result(
         "keyed randomness, stack independence",

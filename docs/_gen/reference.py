@@ -133,7 +133,9 @@ def render_config() -> str:
         lines += ["", f"## `{section}`", "", f"{cell(TrainConfig.DOCS[section]).capitalize()}.", ""]
         lines += [*TABLE_HEAD, *config_rows(cls, f"{section}.")]
     lines += ["", "## Top-level keys", "", *TABLE_HEAD]
-    lines.append(f"| `seed` | int | `0` | {range_text(TrainConfig, 'seed')} | {cell(TrainConfig.DOCS['seed'])} |")
+    lines.append(
+        f"| `seed` | int | `0` | {range_text(TrainConfig, 'seed')} | {cell(TrainConfig.DOCS['seed'])} |"
+    )
     lines.append(f"| `plugins` | list of str | `[]` |  | {cell(TrainConfig.DOCS['plugins'])} |")
     return "\n".join(lines) + "\n"
 
@@ -306,7 +308,26 @@ def render_api() -> str:
             lines.append(f"- `{' '.join(sig.split())}`" + (f": {first}" if first else ""))
         if methods:
             lines.append("")
+    lines += module_section("ablate.components", ["register", "names", "get"])
+    lines += module_section("ablate.testing", ["check_component", "assert_conforms"])
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def module_section(module_name: str, names: list[str]) -> list[str]:
+    """A module's docstring and its functions (components of your own, their checks)."""
+    import importlib
+
+    module = importlib.import_module(module_name)
+    lines = [f"## `{module_name}`", "", *doc_block_text(inspect.getdoc(module) or "")]
+    for name in names:
+        fn = getattr(module, name)
+        lines += [f"### `{module_name}.{name}`", "", "```python", signature_text(name, fn), "```", ""]
+        lines += doc_block(fn)
+    return lines
+
+
+def doc_block_text(doc: str) -> list[str]:
+    return [doc, ""] if doc else []
 
 
 # ---- main --------------------------------------------------------------------------------------

@@ -174,6 +174,15 @@ def test_a_plugin_norm_sweeps_from_an_empty_folder(installed: Path, tmp_path: Pa
         spec_json = json.loads((tmp_path / "runs" / name / "spec.json").read_text())
         assert spec_json["plugin_sources"] == {"scalenorm.py": recorded["sha256"]}
 
+    # The W&B agent's command: one cell of the spec, the plugin imported from the spec's plugins:.
+    agent = run(
+        [ablate, "train", "--spec", "plug.yaml", "variant=scalenorm", "seed=1", "--out", "agent"], tmp_path
+    )
+    assert agent.returncode == 0, agent.stdout + agent.stderr
+    assert (
+        yaml.safe_load((tmp_path / "agent" / "config.yaml").read_text())["model"]["norm_layer"] == "scalenorm"
+    )
+
     (tmp_path / "scalenorm.py").write_text((tmp_path / "scalenorm.py").read_text() + "\n# an edit\n")
     again = run([ablate, "sweep", "plug.yaml", "--no-wandb", "--out", "runs"], tmp_path)
     assert again.returncode == 2, again.stdout + again.stderr
