@@ -232,7 +232,9 @@ def _html(
     )
 
 
-def _csv(rows: list[CellRow]) -> str:
+def results_csv(rows: list[CellRow]) -> str:
+    """results.csv: the cell columns (stats/rows.py CELL_COLUMNS), then the metrics by name; an
+    empty field is no value."""
     records = [r.csv_fields() for r in rows]
     metrics = sorted({k for r in rows for k in r.metrics})
     buf = io.StringIO()
@@ -257,7 +259,7 @@ def write_report(
     text = json.dumps(summary, indent=2, allow_nan=False)
     return {
         "summary": atomic_write(run_dir / "summary.json", text + "\n"),
-        "csv": atomic_write(run_dir / "results.csv", _csv(rows)),
+        "csv": atomic_write(run_dir / "results.csv", results_csv(rows)),
         "markdown": atomic_write(run_dir / "report.md", _markdown(summary, heads, tuned, spec)),
         "html": atomic_write(run_dir / "report.html", _html(run_dir, summary, rows, heads, tuned, spec)),
     }

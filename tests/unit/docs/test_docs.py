@@ -17,7 +17,7 @@ from ablate.experiments.loading import load_config
 from ablate.experiments.presets import PRESETS, load_preset
 from ablate.experiments.spec import load_spec
 from docs._gen import reference
-from tests.conftest import REPO  # noqa: E402
+from tests.conftest import REPO
 
 DOCS = REPO / "docs"
 MARKERS = {

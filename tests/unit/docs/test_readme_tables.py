@@ -4,8 +4,6 @@ are what ``python -m docs._gen.readme_tables`` prints for the committed inputs
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 import shutil
@@ -14,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from ablate.sweeps.report.files import results_csv
 from ablate.sweeps.report.provenance import git_commit, provenance
-from ablate.sweeps.stats.rows import CELL_COLUMNS, CellRow
+from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import summarize
 from docs._gen import readme_tables as rt
 from tests.conftest import (
@@ -262,19 +261,6 @@ def cells(values: dict[str, list[tuple[float, float]]], wall: float = 30.0) -> l
         for v, per_seed in values.items()
         for seed, (val, test) in enumerate(per_seed)
     ]
-
-
-def results_csv(rows: list[CellRow]) -> str:
-    """The sweep's format (sweeps/report/files.py): the cell columns, then the metrics; empty = no value."""
-    records = [r.csv_fields() for r in rows]
-    metrics = sorted({k for r in rows for k in r.metrics})
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*CELL_COLUMNS, *metrics])
-    writer.writerows(
-        [["" if r.get(k) is None else r.get(k) for k in (*CELL_COLUMNS, *metrics)] for r in records]
-    )
-    return buf.getvalue()
 
 
 def write_run(paths: rt.Paths, spec: dict[str, Any], rows: list[CellRow]) -> None:

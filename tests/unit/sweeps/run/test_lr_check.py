@@ -233,8 +233,8 @@ def test_results_csv_reads_back_typed(tmp_path: Path) -> None:
 
 def _written(tmp_path: Path, rows: list[CellRow]) -> Path:
     """results.csv as the report writes it (sweeps/report/files.py)."""
-    from ablate.sweeps.report.files import _csv
+    from ablate.sweeps.report.files import results_csv
 
     path = tmp_path / "written.csv"
-    path.write_text(_csv(rows))
+    path.write_text(results_csv(rows))
     return path
