@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import math
 import os
+import reprlib
 import sys
 import typing
 from dataclasses import dataclass
@@ -130,8 +131,18 @@ def _type_name(hint: object) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxlist, _BRIEF.maxdict, _BRIEF.maxstring, _BRIEF.maxother = 3, 4, 4, 60, 60
+
+
 def short(value: object, limit: int = 60) -> str:
-    """``repr(value)``, cut to ``limit`` characters for messages (a 400-digit int, a long path)."""
+    """``repr(value)``, cut to ``limit`` characters for messages (a 400-digit int, a long path).
+
+    A container is shown through ``reprlib`` (a few items per level, a few levels), so a message
+    costs the same for a YAML alias bomb or a recursive list as for a small value."""
+    if isinstance(value, (list, tuple, dict, set, frozenset)):
+        text = _BRIEF.repr(value)
+        return text if len(text) <= limit else f"{text[: limit - 4]}...{text[-1]}"
     text = repr(value)
     return text if len(text) <= limit else f"{text[: limit - 15]}... ({len(text)} chars)"
 

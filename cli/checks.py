@@ -43,6 +43,12 @@ def print_outcome(console: Console, outcomes: list[tuple[str, Outcome]]) -> int:
         prefix = f"{name}: " if name else ""
         if o.first_error:
             console.print(f"{prefix}a failed cell: {o.first_error}", markup=False)
+        if o.failed and o.unit == "cells":
+            console.print(
+                f"{prefix}{o.failed} cell(s) failed for good; fix the cause, then rerun the same command "
+                "with --retry-failed",
+                markup=False,
+            )
         if o.lost:
             console.print(f"{prefix}{o.lost}", markup=False, style="bold red")
     line, code = final_line(outcomes)

@@ -102,6 +102,7 @@ def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> O
         heartbeat_s=args.heartbeat,
         grace_s=args.grace,
         launcher=launcher,
+        retry_failed=getattr(args, "retry_failed", False),
     )
     print_summary(summary, run_dir)
     return outcome

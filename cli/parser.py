@@ -8,6 +8,7 @@ leaves no output folder behind. What each subcommand does is in cli/commands.py.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -31,6 +32,7 @@ from ablate.cli.tables import console
 from ablate.errors import ConfigError
 from ablate.lit_modules.registry import KINDS
 from ablate.sweeps.integrations.wandb_report import REPORT_FILE
+from ablate.sweeps.ledger.secrets import STORAGE_ENV, shown
 from ablate.sweeps.run.lr_check import DEFAULT_FACTORS
 
 EXIT_USAGE = 2
@@ -46,13 +48,20 @@ def _sweep_options(p: argparse.ArgumentParser, default_workers: int | None = 1) 
     )
     p.add_argument(
         "--storage",
+        default=os.environ.get(STORAGE_ENV),
         help="Optuna storage: a database URL, or journal:PATH (one file on a shared file system, "
-        "no server); default sqlite in the run folder",
+        f"no server); default ${STORAGE_ENV} if set (keeps a password off the command line), "
+        "else sqlite in the run folder",
     )
     p.add_argument("--out", help="parent folder of the run folder (default runs/)")
     p.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
     p.add_argument("--heartbeat", type=int, default=10, help="seconds between worker heartbeats")
     p.add_argument("--grace", type=int, default=30, help="seconds without heartbeat before a cell is rerun")
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the cells that failed for good (after their error repeated), once the cause is fixed",
+    )
 
 
 def _launcher_options(p: argparse.ArgumentParser) -> None:
@@ -166,7 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="(re)write the report of a sweep run folder")
     rp.add_argument("run_dir", help="sweep run folder (with spec.json)")
-    rp.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
+    rp.add_argument(
+        "--storage",
+        default=os.environ.get(STORAGE_ENV),
+        help=f"Optuna storage URL if not the run folder's study.db (default ${STORAGE_ENV} if set)",
+    )
     rp.set_defaults(func=cmd_report)
 
     db = sub.add_parser("dashboard", help="review a sweep run folder in optuna-dashboard (local web UI)")
@@ -175,7 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
     db.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
     )
-    db.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
+    db.add_argument(
+        "--storage",
+        default=os.environ.get(STORAGE_ENV),
+        help=f"Optuna storage URL if not the run folder's study.db (default ${STORAGE_ENV} if set)",
+    )
     db.set_defaults(func=cmd_dashboard)
 
     pw = sub.add_parser("power", help="seeds each comparison needs, resampled from a finished study")
@@ -185,13 +202,21 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
     pw.add_argument("--resamples", type=int, default=400, help="resamples per seed count (default 400)")
     pw.add_argument("--max-seeds", type=int, default=50, help="largest seed count tried (default 50)")
-    pw.add_argument("--storage", help="Optuna storage URL if not the run folder's study.db")
+    pw.add_argument(
+        "--storage",
+        default=os.environ.get(STORAGE_ENV),
+        help=f"Optuna storage URL if not the run folder's study.db (default ${STORAGE_ENV} if set)",
+    )
     pw.set_defaults(func=cmd_power)
 
     ag = sub.add_parser("aggregate", help="one table across tasks: IQM and P(improve) of normalized scores")
     ag.add_argument("run_dirs", nargs="+", help="finished sweep run folders that share variant names")
     ag.add_argument("--out", default="runs/aggregate", help="output stem: STEM.json and STEM.md")
-    ag.add_argument("--storage", help="Optuna storage URL if not each run folder's study.db")
+    ag.add_argument(
+        "--storage",
+        default=os.environ.get(STORAGE_ENV),
+        help=f"Optuna storage URL if not each run folder's study.db (default ${STORAGE_ENV} if set)",
+    )
     ag.set_defaults(func=cmd_aggregate)
 
     cp = sub.add_parser("compare", help="put two sweep run folders side by side")
@@ -221,6 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # What records this process's command line later (the W&B summary run) sees no password.
+    sys.argv[:] = [shown(a) for a in sys.argv]
     parser = build_parser()
     # Overrides may come after options (`--workers 2 model.pe=none`): collect them too.
     args, extra = parser.parse_known_args(argv)

@@ -156,6 +156,10 @@ class DataConfig:
         return TASKS[self.task].longest(self) * max(1, self.long_test_factor)
 
     def _check_synthetic(self) -> None:
+        from ablate.datamodules.tasks import TASKS  # each task's own size rules, before any run
+
+        for scale in (1, *([self.long_test_factor] if self.long_test_factor > 1 else [])):
+            TASKS[self.task].check(self, scale)
         require(
             self.source is None
             and self.subset is None

@@ -11,6 +11,7 @@ so a bad row can be found with an editor.
 from __future__ import annotations
 
 import csv
+import hashlib
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -154,18 +155,44 @@ def split_files(folder: Path) -> dict[str, Path]:
     return found
 
 
-def fingerprint(source: str) -> list:
-    """What the cache key needs to notice a changed input: paths, sizes and mtimes of local files."""
+def local_files(source: str) -> list[Path] | None:
+    """The files a local ``data.source`` reads (None for a hub name)."""
     path = resolve(source)
     if path is None:
-        return [source]  # a hub name; data.subset and data.revision key the cache as config fields
+        return None
     if path.is_file():
-        files = [path]
-    elif folder_kind(path) == "splits":
-        files = sorted(split_files(path).values())
-    else:
-        files = sorted(p for p in path.rglob("*") if p.is_file())
+        return [path]
+    if folder_kind(path) == "splits":
+        return sorted(split_files(path).values())
+    return sorted(p for p in path.rglob("*") if p.is_file())
+
+
+def fingerprint(source: str) -> list:
+    """What the cache key needs to notice a changed input: paths, sizes and mtimes of local files."""
+    files = local_files(source)
+    if files is None:
+        return [source]  # a hub name; data.subset and data.revision key the cache as config fields
     return [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+
+
+_hashes: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256, per process
+
+
+def content_hashes(source: str) -> dict[str, str]:
+    """What a study's identity needs to notice changed data: the SHA-256 of each local file the
+    source reads, by path (empty for a hub name, which data.revision pins)."""
+    out = {}
+    for f in local_files(source) or []:
+        st = f.stat()
+        key = (str(f), st.st_size, st.st_mtime_ns)
+        if key not in _hashes:
+            h = hashlib.sha256()
+            with f.open("rb") as fh:
+                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                    h.update(block)
+            _hashes[key] = h.hexdigest()
+        out[str(f)] = _hashes[key]
+    return out
 
 
 def read_source(cfg: DataConfig, hf_cache: str) -> dict[str, RawSplit]:
@@ -246,11 +273,14 @@ def _hub_splits(
 
 def read_file(path: Path, cfg: DataConfig, hf_cache: str) -> RawSplit:
     ext = path.suffix.lower()
-    first, unit = {".csv": (2, "line"), ".tsv": (2, "line"), ".jsonl": (1, "line")}.get(ext, (1, "record"))
-    return to_raw(_load_file(path, hf_cache), cfg, str(path), first, unit)
+    first, unit = {".jsonl": (1, "line")}.get(ext, (1, "record"))
+    ds, lines = _load_file(path, hf_cache)
+    return to_raw(ds, cfg, str(path), lines or first, "line" if lines else unit)
 
 
-def _load_file(path: Path, hf_cache: str) -> datasets.Dataset:
+def _load_file(path: Path, hf_cache: str) -> tuple[datasets.Dataset, list[int] | None]:
+    """The file as a Dataset, and for CSV/TSV the line each row starts on (a quoted field may hold
+    line breaks, so row i is not always line i + 2)."""
     ext = path.suffix.lower()
     if ext not in EXTENSIONS:
         raise DataError(f"{path}: unsupported file type {ext!r}; use one of {', '.join(EXTENSIONS)}")
@@ -259,7 +289,7 @@ def _load_file(path: Path, hf_cache: str) -> datasets.Dataset:
     try:
         if ext in (".csv", ".tsv"):
             delimiter, quoting = ("\t", csv.QUOTE_NONE) if ext == ".tsv" else (",", csv.QUOTE_MINIMAL)
-            header = _csv_header(path, delimiter, quoting)
+            header, lines = _csv_header(path, delimiter, quoting)
             # All columns as strings, no NA parsing ("null" is a valid sentence) and no skipped blank
             # lines, so row i is line i + 2 and labels are parsed (and reported) here, not by pandas.
             # utf-8-sig: a byte-order mark (Excel writes one) is not part of the first column's name.
@@ -275,9 +305,9 @@ def _load_file(path: Path, hf_cache: str) -> datasets.Dataset:
                 skip_blank_lines=False,
                 features=features,
                 encoding="utf-8-sig",
-            )
+            ), lines
         kind = "parquet" if ext == ".parquet" else "json"
-        return datasets.load_dataset(kind, data_files=str(path), split="train", cache_dir=hf_cache)
+        return datasets.load_dataset(kind, data_files=str(path), split="train", cache_dir=hf_cache), None
     except DataError:
         raise
     except UnicodeDecodeError as e:
@@ -289,9 +319,10 @@ def _load_file(path: Path, hf_cache: str) -> datasets.Dataset:
         raise DataError(f"{path}: cannot be read as {ext[1:]}: {cause}") from e
 
 
-def _csv_header(path: Path, delimiter: str, quoting: int) -> list[str]:
+def _csv_header(path: Path, delimiter: str, quoting: int) -> tuple[list[str], list[int]]:
     """The header, after checking every row has as many fields as it: pandas would silently turn
-    extra leading fields into an index (an unquoted comma in a sentence shifts the columns)."""
+    extra leading fields into an index (an unquoted comma in a sentence shifts the columns); and
+    the line each row starts on."""
     limit = csv.field_size_limit(MAX_FIELD)  # process-wide: restored below
     try:
         with path.open(newline="", encoding="utf-8-sig") as f:
@@ -299,14 +330,15 @@ def _csv_header(path: Path, delimiter: str, quoting: int) -> list[str]:
             try:
                 header = next(reader, [])
                 _check_header(path, header)
-                start, rows = reader.line_num + 1, 0
+                start, lines = reader.line_num + 1, []
                 for row in reader:
                     if row and len(row) != len(header):
                         raise DataError(
                             f"{path} line {start}: {len(row)} field(s) where the header has {len(header)} "
                             f"({', '.join(header)}); check the delimiter and quoting"
                         )
-                    start, rows = reader.line_num + 1, rows + 1
+                    lines.append(start)
+                    start = reader.line_num + 1
             except csv.Error as e:  # a field over MAX_FIELD, a NUL byte, a stray quote
                 raise DataError(
                     f"{path} line {reader.line_num}: {e}; a field holds at most {MAX_FIELD:,} characters "
@@ -314,9 +346,9 @@ def _csv_header(path: Path, delimiter: str, quoting: int) -> list[str]:
                 ) from e
     finally:
         csv.field_size_limit(limit)
-    if rows == 0:
+    if not lines:
         raise DataError(f"{path}: has no rows (only a header)")
-    return header
+    return header, lines
 
 
 def _check_header(path: Path, header: list[str]) -> None:
@@ -345,8 +377,19 @@ def _int_label(value: object) -> int | None:
     return None
 
 
-def to_raw(ds: datasets.Dataset, cfg: DataConfig, origin: str, first_line: int, unit: str) -> RawSplit:
-    """Check columns, labels and texts of one loaded split; row i sits at ``first_line + i``."""
+def _type_text(feature: object) -> str:
+    if isinstance(feature, datasets.Value):
+        return f"values of type {feature.dtype}"
+    if isinstance(feature, (datasets.Sequence, list)) or type(feature).__name__ in ("List", "LargeList"):
+        return "lists"
+    return type(feature).__name__
+
+
+def to_raw(
+    ds: datasets.Dataset, cfg: DataConfig, origin: str, first_line: int | list[int], unit: str
+) -> RawSplit:
+    """Check columns, labels and texts of one loaded split; row i sits at ``first_line + i`` (or at
+    ``first_line[i]``, a list of the rows' lines)."""
     twice = [c for c, n in Counter(ds.column_names).items() if n > 1]
     if twice:
         raise DataError(f"{origin}: column(s) {twice} occur more than once; column names must be unique")
@@ -358,7 +401,14 @@ def to_raw(ds: datasets.Dataset, cfg: DataConfig, origin: str, first_line: int, 
             )
     if len(ds) == 0:
         raise DataError(f"{origin}: has no rows")
-    raw = RawSplit([], [], list(range(first_line, first_line + len(ds))), origin, unit)
+    text_type = ds.features[cfg.text_column]
+    if not (isinstance(text_type, datasets.Value) and text_type.dtype in ("string", "large_string")):
+        raise DataError(
+            f"{origin}: text column {cfg.text_column!r} holds {_type_text(text_type)}, not strings; "
+            "give a column of plain text (a list of strings or a number is not read as text)"
+        )
+    lines = first_line if isinstance(first_line, list) else list(range(first_line, first_line + len(ds)))
+    raw = RawSplit([], [], lines, origin, unit)
     values = ds.data.column(cfg.label_column).to_pylist()
     labels = [_int_label(v) for v in values]
     if all(label == UNLABELLED for label in labels):

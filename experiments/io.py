@@ -54,32 +54,70 @@ def write_yaml(path: str | Path, data: Any) -> None:
 
 
 @contextlib.contextmanager
-def atomic_dir(final: str | Path) -> Iterator[Path]:
+def atomic_dir(final: str | Path, *, claim: bool = False) -> Iterator[Path]:
     """Yield a temporary sibling folder; rename it to ``final`` only on success.
 
     On any exception (bad data, Ctrl-C, a crash) the temporary folder is
-    removed, so no half-written run folder is left behind.
+    removed, so no half-written run folder is left behind. With ``claim`` (``ablate train``),
+    ``final`` is claimed for the whole time (``.NAME.claim`` beside it), so a second process
+    writing to the same folder is refused before it starts, not after its work (a sweep's cells
+    are claimed in the study instead). A symlink to a folder is written through.
     """
     final = Path(final)
+    if final.is_symlink() and final.is_dir():
+        final = Path(os.path.realpath(final))
     if final.exists() and not final.is_dir():
         raise ConfigError(f"output folder {final} is a file, not a folder; choose another --out")
     if final.exists() and any(final.iterdir()):
         raise ConfigError(f"output folder {final} already exists and is not empty; choose another --out")
+    claimed = None
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_partials(final)
+        claimed = _claim(final) if claim else None
         tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=_partial_prefix(final) + _owner() + "."))
         tmp.chmod(0o777 & ~_UMASK)  # mkdtemp makes 0700
     except OSError as err:
+        if claimed is not None:
+            claimed.unlink(missing_ok=True)
         raise ConfigError(f"cannot create output folder {final}: {err.strerror}") from None
     try:
         yield tmp
+        if final.exists() and any(final.iterdir()):
+            keep = final.parent / f"{final.name}.unpublished-{_owner()}"
+            os.replace(tmp, keep)
+            raise ConfigError(f"output folder {final} filled up while this ran; the results are in {keep}")
         if final.exists():
             final.rmdir()
         os.replace(tmp, final)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        if claimed is not None:
+            claimed.unlink(missing_ok=True)
+
+
+def _claim(final: Path) -> Path:
+    """``.NAME.claim`` beside ``final``, created exclusively; a live owner's is a ConfigError, a
+    dead process's (kill -9) is taken over."""
+    claim = final.parent / f".{final.name}.claim"
+    for _ in range(2):
+        try:
+            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            owner = claim.read_text(errors="replace").strip()
+            pid, at, host = owner.partition("@")
+            if at and pid.isdigit() and host == socket.gethostname() and not _alive(int(pid)):
+                claim.unlink(missing_ok=True)
+                continue
+            raise ConfigError(
+                f"output folder {final} is being written by another process ({owner or 'unknown'}); "
+                "choose another --out"
+            ) from None
+        with os.fdopen(fd, "w") as fh:
+            fh.write(_owner())
+        return claim
+    raise ConfigError(f"output folder {final}: cannot claim it ({claim} keeps reappearing)")
 
 
 # --- paths named on the command line, and what a killed process leaves behind ---------------
@@ -90,6 +128,8 @@ def input_file(path: str | Path, what: str = "YAML file") -> Path:
     path = user_path(str(path), what)
     if path.is_dir():
         raise ConfigError(f"{path} is a folder, not a {what}")
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"{path} is not a regular file (a device, FIFO or socket), not a {what}")
     if not path.is_file():
         raise ConfigError(f"file not found: {path}")
     return path

@@ -14,7 +14,7 @@ import yaml
 
 from ablate.errors import ConfigError, require, user_path
 from ablate.experiments.config import SECTIONS, TrainConfig
-from ablate.experiments.parsing import parse_overrides
+from ablate.experiments.parsing import check_size, parse_overrides
 from ablate.lit_modules import plugins
 
 
@@ -35,14 +35,23 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+MAX_YAML_BYTES = 1 << 20  # 1 MiB: the largest shipped spec is 3 KB
+
+
 def read_yaml(path: str | Path) -> Any:
     """Read a YAML file, turning a missing or malformed file into a ConfigError."""
     path = user_path(str(path), "YAML file")
     require(not path.is_dir(), f"{path} is a folder; give a YAML file")
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"{path} is not a regular file (a device, FIFO or socket); give a YAML file")
     if not path.is_file():
         raise ConfigError(f"file not found: {path}")
+    size = path.stat().st_size
+    require(
+        size <= MAX_YAML_BYTES, f"{path} is {size:,} bytes; a config or spec holds at most {MAX_YAML_BYTES:,}"
+    )
     try:
-        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+        return check_size(yaml.load(path.read_text(), Loader=_UniqueKeyLoader), str(path))  # noqa: S506
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
         raise ConfigError(f"cannot read YAML file {path}: {err}") from None
     except RecursionError:  # PyYAML's composer recurses once per nesting level
@@ -60,6 +69,9 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
     cfg = TrainConfig.from_dict(absolute_sections(raw, Path(path).parent))
     cfg = cfg.override(absolute_paths(parse_overrides(overrides, "the command line"), Path.cwd()))
     cfg.trainer.check_machine()
+    from ablate.experiments.memory import check_memory
+
+    check_memory(cfg)
     return cfg
 
 

@@ -70,9 +70,48 @@ def parse_overrides(
             raise ConfigError(f"{place}: {key} is given twice ({given[key]!r} and {item!r}); give it once")
         given[key] = item
         try:
-            out[key] = yaml.safe_load(text) if text.strip() else ""
+            out[key] = check_size(yaml.safe_load(text), f"override {key}") if text.strip() else ""
         except yaml.YAMLError as err:
             raise ConfigError(f"override {item!r}: cannot parse the value: {err}") from None
         except RecursionError:  # PyYAML's composer recurses once per nesting level
             raise ConfigError(f"override {short(item)}: nested too deeply to parse") from None
     return out
+
+
+# What a config, a spec or an override may expand to: YAML aliases share one object per anchor,
+# and what walks the loaded value (validation, JSON, deep copies) visits it once per reference.
+MAX_VALUES = 100_000
+
+
+def check_size(value: Any, place: str, limit: int = MAX_VALUES) -> Any:
+    """``value`` if it expands to at most ``limit`` values (every alias counted at each use);
+    a ConfigError for more, or for a value that contains itself. Linear in the distinct values."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    open_ids: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        key = id(node)
+        if done:
+            children = node.values() if isinstance(node, dict) else node
+            total = 1 + sum(sizes.get(id(c), 1) for c in children if isinstance(c, (dict, list)))
+            total += sum(1 for c in children if not isinstance(c, (dict, list)))
+            total += len(node) if isinstance(node, dict) else 0  # the keys
+            sizes[key] = total
+            open_ids.discard(key)
+            if total > limit:
+                raise ConfigError(
+                    f"{place}: expands to more than {limit:,} values (YAML aliases repeat what an anchor "
+                    "holds); write it out or make it smaller"
+                )
+            continue
+        if key in open_ids:
+            raise ConfigError(f"{place}: a value contains itself (a recursive YAML alias)")
+        if key in sizes:
+            continue
+        open_ids.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in (node.values() if isinstance(node, dict) else node))
+    return value

@@ -33,6 +33,7 @@ from ablate.datamodules import ClassificationDataModule
 from ablate.errors import ConfigError
 from ablate.experiments.config import TrainConfig
 from ablate.experiments.io import write_json, write_yaml
+from ablate.experiments.memory import check_memory
 from ablate.lit_modules.classifier import LitClassifier
 from ablate.lit_modules.progress import StepProgressBar
 from ablate.lit_modules.seed_parallel import LitSeedParallel, MemberLogger, member_metrics
@@ -123,6 +124,7 @@ def _setup(
     dm = datamodule or ClassificationDataModule(cfg.data, shuffle_seed=shuffle_seed)
     dm.prepare_data()
     dm.setup("fit")
+    check_memory(cfg, dm.vocab_size)  # before the model is built: exit 2, not an allocator error
     if torch.cuda.is_available():
         torch.set_float32_matmul_precision("high")
     return dm

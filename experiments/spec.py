@@ -19,6 +19,7 @@ from typing import Any, Literal
 from ablate.errors import ConfigError, require, user_path
 from ablate.experiments.config import TrainConfig, without_later_defaults
 from ablate.experiments.loading import absolute_paths, absolute_plugins, absolute_sections, read_yaml
+from ablate.experiments.memory import check_memory
 from ablate.experiments.parsing import as_mapping, parse_overrides
 from ablate.experiments.search_spec import SearchSpec, parse_search
 from ablate.experiments.seeds import AdaptiveSeeds, parse_adaptive, parse_seed_factors, parse_seeds
@@ -42,7 +43,7 @@ SPEC_KEYS = (
     "search",
     "plugins",
 )
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # fullmatch: "x\n" is no name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,30 +119,47 @@ class ExperimentSpec:
                     out[cls.__module__] = plugins.record(cls.__module__, sys.modules[cls.__module__])
         return sorted(out.values(), key=lambda r: r["module"])
 
+    def data_sources(self) -> dict[str, str]:
+        """Local data file -> SHA-256 of its content, over every variant's text data (empty for
+        synthetic tasks and hub data sets): recorded with the study, so that a study refuses to
+        resume after a data file changed."""
+        out: dict[str, str] = {}
+        for v in self.variants:
+            data = self.cell_config(v, self.seeds[0]).data
+            if data.task == "text" and data.source:
+                from ablate.datamodules.sources import content_hashes
+
+                out.update(content_hashes(data.source))
+        return out
+
     def plugin_sources(self) -> dict[str, str | None]:
         """plugin (file name or module) -> SHA-256 of its source, for the identity (empty without)."""
         return {r["name"]: r["sha256"] for r in self.plugin_records()}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "base": self.base.to_dict(),
-            "variants": self.variants,
-            "seeds": list(self.seeds),
-            "heatmap_seeds": list(self.heatmap_seeds),
-            "metric": self.metric,
-            "extra_metrics": list(self.extra_metrics),
-            "direction": self.direction,
-            "wandb_project": self.wandb_project,
-            "tags": list(self.tags),
-            "base_overrides": self.base_overrides,
-            "search": self.search.to_dict() if self.search else None,
-            "tuned": self.tuned,
-            "adaptive": self.adaptive.to_dict() if self.adaptive else None,
-            "seed_factors": self.seed_factors,
-            "extra_seeds": {v: list(s) for v, s in self.extra_seeds.items()},
-        } | ({"plugin_sources": sources} if (sources := self.plugin_sources()) else {})
+        return (
+            {
+                "name": self.name,
+                "description": self.description,
+                "base": self.base.to_dict(),
+                "variants": self.variants,
+                "seeds": list(self.seeds),
+                "heatmap_seeds": list(self.heatmap_seeds),
+                "metric": self.metric,
+                "extra_metrics": list(self.extra_metrics),
+                "direction": self.direction,
+                "wandb_project": self.wandb_project,
+                "tags": list(self.tags),
+                "base_overrides": self.base_overrides,
+                "search": self.search.to_dict() if self.search else None,
+                "tuned": self.tuned,
+                "adaptive": self.adaptive.to_dict() if self.adaptive else None,
+                "seed_factors": self.seed_factors,
+                "extra_seeds": {v: list(s) for v, s in self.extra_seeds.items()},
+            }
+            | ({"plugin_sources": sources} if (sources := self.plugin_sources()) else {})
+            | ({"data_sources": data} if (data := self.data_sources()) else {})
+        )
 
 
 STUDY_WIDE = ("trainer.seed_parallel", "trainer.cpu_threads", "trainer.order_seeds", "plugins")
@@ -167,7 +185,7 @@ def spec_from_dict(
         require(key in raw, f"{where}the experiment spec needs '{key}'")
     name = raw["name"]
     require(
-        isinstance(name, str) and bool(NAME_RE.match(name)),
+        isinstance(name, str) and bool(NAME_RE.fullmatch(name)),
         f"{where}name={name!r}: use letters, digits, '_', '-', '.'",
     )
 
@@ -198,7 +216,7 @@ def spec_from_dict(
     require(bool(variants_raw), f"{where}variants must be a non-empty mapping name -> overrides")
     variants: dict[str, dict[str, Any]] = {}
     for vname, ov in variants_raw.items():
-        require(bool(NAME_RE.match(vname)), f"{where}variant name {vname!r} is not valid")
+        require(bool(NAME_RE.fullmatch(vname)), f"{where}variant name {vname!r} is not valid")
         ov = _file_overrides(ov, f"{where}variant {vname!r}", folder)
         require("seed" not in ov, f"{where}variant {vname!r} sets 'seed'; seeds come from the spec's seeds")
         shared = sorted(set(ov) & set(STUDY_WIDE))
@@ -213,6 +231,10 @@ def spec_from_dict(
             raise ConfigError(f"{where}variant {vname!r}: {err}") from None
         if ov and cfg == base:
             raise ConfigError(f"{where}variant {vname!r} changes nothing: {ov} equals the base config")
+        try:
+            check_memory(cfg)
+        except ConfigError as err:
+            raise ConfigError(f"{where}variant {vname!r}: {err}") from None
         variants[vname] = ov
     baselines = [v for v, ov in variants.items() if not ov]
     require(
@@ -249,6 +271,12 @@ def spec_from_dict(
     require(
         direction in ("maximize", "minimize"),
         f"{where}direction={direction!r}; choose 'maximize' or 'minimize'",
+    )
+    wanted = "minimize" if metric.endswith("/loss") else "maximize"
+    require(
+        direction == wanted,
+        f"{where}metric {metric!r} is {'a loss: lower' if wanted == 'minimize' else 'a score: higher'} is "
+        f"better, so direction must be {wanted!r}, not {direction!r}",
     )
     tags = raw.get("tags") or []
     require(

@@ -26,7 +26,7 @@ def train(
 
     from ablate.experiments.run import run_cells
 
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, claim=True) as tmp:
         seeds = list(range(cfg.seed, cfg.seed + cfg.trainer.seed_parallel))
         dirs = [tmp] if len(seeds) == 1 else [tmp / f"seed{s}" for s in seeds]
         loggers = [CSVLogger(d, name="", version="") for d in dirs]

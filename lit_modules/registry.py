@@ -46,7 +46,7 @@ BUILTIN_MODULES = (
     "ablate.lit_modules.ffn",
 )
 ENTRY_POINT_GROUP = "ablate.components"
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*")  # fullmatch
 
 _components: dict[str, dict[str, type]] = {kind: {} for kind in KINDS}
 _builtin: set[tuple[str, str]] = set()
@@ -59,7 +59,7 @@ def register(kind: str, name: str) -> Callable[[C], C]:
     """Class decorator: ``cls`` is the ``kind`` component called ``name`` (lower case)."""
     if kind not in KINDS:
         raise ConfigError(f"components.register: unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise ConfigError(
             f"components.register({kind!r}, {name!r}): a name is lower-case letters, digits, '_', '-', '.'"
         )

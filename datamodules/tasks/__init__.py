@@ -3,7 +3,7 @@
 Every task answers the same small interface: ``vocab(cfg)`` (its fixed token list, for a WordLevel
 tokenizer), ``generate(cfg, rng, n, scale)`` -> (whitespace-joined texts, int labels), where ``scale``
 multiplies the lengths (the ``test_long`` split), ``longest(cfg)`` (the tokens of its longest example
-at scale 1) and ``N_CLASSES``.
+at scale 1), ``check(cfg, scale)`` (a ConfigError for sizes it cannot generate) and ``N_CLASSES``.
 """
 
 from __future__ import annotations

@@ -64,10 +64,8 @@ def _expected_len(p: float, depth: int, max_args: int) -> float:
     return e
 
 
-def generate(
-    cfg: DataConfig, rng: np.random.Generator, n: int, scale: int = 1
-) -> tuple[list[str], list[int]]:
-    """``n`` expressions with a token count in [min_len, max_len] * scale, resampled otherwise."""
+def check(cfg: DataConfig, scale: int = 1) -> None:
+    """A ConfigError for lengths no expression of this depth and arity has."""
     lo, hi, depth, args = cfg.min_len * scale, cfg.max_len * scale, cfg.listops_depth, cfg.listops_args
     longest = 1
     for _ in range(depth):
@@ -77,6 +75,14 @@ def generate(
             f"listops with depth {depth} and {args} args has 5..{longest} tokens; "
             f"data lengths [{lo}, {hi}] cannot be met"
         )
+
+
+def generate(
+    cfg: DataConfig, rng: np.random.Generator, n: int, scale: int = 1
+) -> tuple[list[str], list[int]]:
+    """``n`` expressions with a token count in [min_len, max_len] * scale, resampled otherwise."""
+    check(cfg, scale)
+    lo, hi, depth, args = cfg.min_len * scale, cfg.max_len * scale, cfg.listops_depth, cfg.listops_args
     # Branch probability whose expected length is nearest the window's middle, so resampling stays
     # cheap for any window (the LRA generator used a fixed one with lengths 500-2000).
     target = (lo + hi) / 2

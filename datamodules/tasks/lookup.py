@@ -42,6 +42,17 @@ def longest(cfg: DataConfig) -> int:
     return 2 * cfg.n_pairs
 
 
+def check(cfg: DataConfig, scale: int = 1) -> None:
+    """A ConfigError for sizes the task cannot generate (DataConfig checks them when it is built)."""
+    m = cfg.n_pairs * scale
+    if m > cfg.n_keys:
+        raise ConfigError(
+            f"task 'lookup' needs n_pairs * {scale} = {m} distinct keys but data.n_keys={cfg.n_keys}"
+        )
+    if scale == 1 and 2 * m > cfg.max_len:
+        raise ConfigError(f"task 'lookup' has 2 * n_pairs = {2 * m} tokens > data.max_len={cfg.max_len}")
+
+
 def vocab(cfg: DataConfig) -> list[str]:
     pairs = [f"k{k}=v{v}" for k in range(cfg.n_keys) for v in range(cfg.n_values)]
     queries = [f"q{a},{b}" for a in range(cfg.n_keys) for b in range(cfg.n_keys) if a != b]
@@ -52,13 +63,8 @@ def generate(
     cfg: DataConfig, rng: np.random.Generator, n: int, scale: int = 1
 ) -> tuple[list[str], list[int]]:
     """``n`` examples: ``m = n_pairs * scale`` pairs then ``m`` query copies (scale > 1: length-extrapolation split)."""
+    check(cfg, scale)
     m = cfg.n_pairs * scale
-    if m > cfg.n_keys:
-        raise ConfigError(
-            f"task 'lookup' needs n_pairs * {scale} = {m} distinct keys but data.n_keys={cfg.n_keys}"
-        )
-    if scale == 1 and 2 * m > cfg.max_len:
-        raise ConfigError(f"task 'lookup' has 2 * n_pairs = {2 * m} tokens > data.max_len={cfg.max_len}")
     rows = np.arange(n)
     keys = np.argsort(rng.random((n, cfg.n_keys)), axis=1)[:, :m]  # distinct keys in random order
     values = rng.integers(cfg.n_values, size=(n, m))

@@ -21,6 +21,12 @@ def longest(cfg: DataConfig) -> int:
     return cfg.max_len
 
 
+def check(cfg: DataConfig, scale: int = 1) -> None:
+    """A ConfigError for sizes the task cannot generate (DataConfig checks them when it is built)."""
+    if cfg.max_len * scale < 2:
+        raise ConfigError(f"task 'order' needs data.max_len >= 2 (room for A and B), got {cfg.max_len}")
+
+
 def vocab(cfg: DataConfig) -> list[str]:
     return ["A", "B", *(f"s{i}" for i in range(cfg.n_symbols))]
 
@@ -29,9 +35,8 @@ def generate(
     cfg: DataConfig, rng: np.random.Generator, n: int, scale: int = 1
 ) -> tuple[list[str], list[int]]:
     """``n`` examples (rounded up to even, since they come in pairs), lengths in [min_len, max_len] * scale."""
+    check(cfg, scale)
     lo, hi = max(2, cfg.min_len * scale), cfg.max_len * scale
-    if hi < 2:
-        raise ConfigError(f"task 'order' needs data.max_len >= 2 (room for A and B), got {cfg.max_len}")
     n_pairs = (n + 1) // 2
     names = np.array([f"s{i}" for i in range(cfg.n_symbols)], dtype=object)
     lengths = rng.integers(lo, hi + 1, size=n_pairs)

@@ -34,8 +34,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.ledger.identity import changed_keys, refuse_changes
+from ablate.sweeps.ledger.secrets import shown
 from ablate.sweeps.ledger.storage import open_storage, retry_db, storage_where, study_lock
-from ablate.sweeps.ledger.study_file import shown
 from ablate.sweeps.ledger.study_views import trial_metrics
 from ablate.sweeps.stats.rows import CellRow
 
@@ -50,6 +50,7 @@ MAX_ERRORS = 2
 # scans at every claim).
 LOST_BEFORE_REREAD = 3
 UPKEEP_EVERY_S = 30.0
+FORGIVEN_ATTR = "forgiven_errors"  # cell -> errors that --retry-failed no longer counts
 
 
 def open_store(
@@ -153,14 +154,30 @@ class CellStore:
             return 0  # fast path without the lock
         added = 0
         with study_lock(self.storage, self.spec.name):
+            forgiven = self.study.user_attrs.get(FORGIVEN_ATTR, {})
             for cell in self.states().values():
-                if cell.state in ("missing", "failed") and len(cell.errors) < MAX_ERRORS:
+                errors = len(cell.errors) - forgiven.get(cell.key, 0)
+                if cell.state in ("missing", "failed") and errors < MAX_ERRORS:
                     self.study.enqueue_trial(
                         {"variant": cell.variant, "seed": cell.seed},
                         user_attrs={"cell": cell.key, "variant": cell.variant, "seed": cell.seed},
                     )
                     added += 1
         return added
+
+    def retry_failed(self) -> list[str]:
+        """Give the cells that failed for good (MAX_ERRORS errors) another MAX_ERRORS attempts, once
+        the cause is fixed (``--retry-failed``); the cells forgiven. Their failed trials stay."""
+        with study_lock(self.storage, self.spec.name):
+            forgiven = dict(self.study.user_attrs.get(FORGIVEN_ATTR, {}))
+            retried = {
+                c.key: len(c.errors)
+                for c in self.states().values()
+                if c.state == "failed" and len(c.errors) - forgiven.get(c.key, 0) >= MAX_ERRORS
+            }
+            if retried:
+                self.study.set_user_attr(FORGIVEN_ATTR, {**forgiven, **retried})
+        return list(retried)
 
     def unfinished(self) -> bool:
         """Whether a cell is still running or waiting (a worker with nothing to claim waits for

@@ -14,8 +14,10 @@ from ablate.errors import ConfigError
 from ablate.experiments.config import without_later_defaults
 
 # The parts of a resolved spec (``ExperimentSpec.to_dict()``) that a study's results depend on.
-GRID_KEYS = ("base", "variants", "metric", "direction", "plugin_sources")
-GRID_WHAT = "base config, variants, metric, direction or plugin source"
+GRID_KEYS = ("base", "variants", "metric", "direction", "plugin_sources", "data_sources")
+GRID_WHAT = "base config, variants, metric, direction, plugin source or data"
+# Recorded only since a later version: a study that lacks the key cannot be checked on it.
+RECORDED_LATER = ("data_sources",)
 ABSENT = "(absent)"
 SHOWN = 6  # changed keys named in one message
 
@@ -34,6 +36,7 @@ def changed_keys(old: dict[str, Any], new: dict[str, Any], keys: tuple[str, ...]
     """``key: old -> new`` for every dotted key under ``keys`` whose value differs."""
     # Compare as stored: the study keeps its attributes as JSON (tuples become lists). Keys the
     # config gained later count only away from their defaults, as in the identity.
+    keys = tuple(k for k in keys if k not in RECORDED_LATER or k in old)
     old = json.loads(json.dumps({k: _comparable(k, old.get(k)) for k in keys}, default=str))
     new = json.loads(json.dumps({k: _comparable(k, new.get(k)) for k in keys}, default=str))
     a, b = flatten(old), flatten(new)

@@ -14,6 +14,7 @@ from typing import Any
 from optuna.storages import BaseStorage
 
 from ablate.errors import ConfigError
+from ablate.experiments.io import atomic_write
 from ablate.experiments.spec import ExperimentSpec, spec_from_resolved
 from ablate.sweeps.ledger.cells import CellStore
 from ablate.sweeps.ledger.storage import default_storage, open_storage, retry_db, storage_where
@@ -132,3 +133,50 @@ def open_run(run_dir: Path, storage: str | None = None) -> tuple[ExperimentSpec,
     return spec, retry_db(
         f"cannot open study {spec.name!r} in {storage_where(rdb)}", lambda: CellStore(spec, rdb)
     )
+
+
+RUN_MARKER = "run.json"  # what a run folder is: {"kind": "sweep" | "search", "study": NAME}
+
+
+def recorded_run(run_dir: Path) -> tuple[str, str] | None:
+    """(kind, study name) of the run folder ``run_dir``, or None when it is not one. Folders made
+    before the marker existed are read from spec.json (a finished search's folder has search.json)."""
+    marker = run_dir / RUN_MARKER
+    try:
+        if marker.is_file():
+            data = json.loads(marker.read_text(encoding="utf-8"))
+            return str(data["kind"]), str(data["study"])
+        if (run_dir / "spec.json").is_file():
+            name = json.loads((run_dir / "spec.json").read_text(encoding="utf-8"))["name"]
+            return ("search" if (run_dir / "search.json").is_file() else "sweep"), str(name)
+    except (OSError, ValueError, KeyError, TypeError):
+        return ("unreadable", "?")
+    if (run_dir / "study.db").is_file():
+        return ("study", "")  # stopped before it wrote its spec: its study's identity decides
+    return None
+
+
+def check_run_folder(run_dir: Path, kind: str, study: str) -> None:
+    """Before a sweep or search writes into ``run_dir``: it must be new, empty, or the run folder
+    of this same kind and study; else a ConfigError (another study's folder is never written to,
+    nor a folder of the user's that is not a run folder). ``mark_run_folder`` then marks it."""
+    if run_dir.exists() and any(run_dir.iterdir()):
+        found = recorded_run(run_dir)
+        if found is None:
+            raise ConfigError(
+                f"{run_dir} exists, is not empty and is not a run folder (no {RUN_MARKER} or spec.json); "
+                "choose another --out, or another experiment name"
+            )
+        if found[0] != "study" and found != (kind, study):
+            what = (
+                f"the {found[0]} of {found[1]!r}" if found[0] != "unreadable" else "an unreadable run folder"
+            )
+            raise ConfigError(
+                f"{run_dir} is {what}, not the {kind} of {study!r}; choose another --out, or another "
+                "experiment name (a spec named X-search would share the folder of X's search)"
+            )
+
+
+def mark_run_folder(run_dir: Path, kind: str, study: str) -> None:
+    if not (run_dir / RUN_MARKER).is_file():
+        atomic_write(run_dir / RUN_MARKER, json.dumps({"kind": kind, "study": study}) + "\n")

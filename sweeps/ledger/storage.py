@@ -29,7 +29,8 @@ from ablate.sweeps.ledger.journal import (
     journal_url,
     open_journal,
 )
-from ablate.sweeps.ledger.study_file import prepare_study_file, shown
+from ablate.sweeps.ledger.secrets import shown
+from ablate.sweeps.ledger.study_file import prepare_study_file
 
 LOCK_TTL_S = 60.0
 T = TypeVar("T")
@@ -51,9 +52,15 @@ def retry_db(what: str, fn: Callable[[], T], attempts: int = 5) -> T:
             return fn()
         except (SQLAlchemyError, OSError) as err:
             if attempt == attempts - 1:
-                raise ConfigError(f"{what}: {err}") from None
+                raise ConfigError(f"{what}: {one_line(err)}") from None
             time.sleep(0.5 + random.random())
     raise AssertionError("unreachable")
+
+
+def one_line(err: BaseException) -> str:
+    """A database error as one line: the driver's own message (not SQLAlchemy's wrapper with its
+    SQL and background link), whitespace collapsed, any URL password masked."""
+    return shown(" ".join(str(getattr(err, "orig", None) or err).split()))
 
 
 def open_storage(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -21,6 +20,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ablate.errors import ConfigError
 from ablate.sweeps.ledger.journal import is_journal, journal_path
+from ablate.sweeps.ledger.secrets import shown
 
 # Tables every Optuna RDB schema has (optuna/storages/_rdb/models.py).
 OPTUNA_TABLES = frozenset({"studies", "trials", "version_info"})
@@ -28,11 +28,6 @@ URL_HELP = (
     "e.g. sqlite:///runs/study.db, postgresql+psycopg2://user:pw@host/db, mysql+pymysql://..., "
     "journal:/shared/study.log (a file on a shared file system, no server)"
 )
-
-
-def shown(url: str) -> str:
-    """The URL for a message, its password masked (also in a URL that does not parse)."""
-    return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 def check_storage_url(url: str) -> Path | None:

@@ -16,11 +16,12 @@ from typing import Any
 from ablate.experiments.io import new_output_folder, write_json, write_yaml
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.ledger.cells import CellStore, collect_rows, open_store
+from ablate.sweeps.ledger.run_folder import check_run_folder, mark_run_folder
 from ablate.sweeps.ledger.study_file import file_identity, file_lost
 from ablate.sweeps.ledger.study_views import PLOT_FILE
 from ablate.sweeps.report.build import report
 from ablate.sweeps.run.launcher import Launcher
-from ablate.sweeps.run.loop import prepare_run, run_workers
+from ablate.sweeps.run.loop import console, prepare_run, run_workers
 from ablate.sweeps.run.outcome import Outcome, grid_outcome
 
 
@@ -48,13 +49,14 @@ def _run_round(
         done = sum(c.state == "complete" for c in states)
         return done, f"{running} running" + (f", {failed} failed" if failed else "")
 
-    args = ["--run-dir", str(run_dir), "--storage", url, "--heartbeat", str(heartbeat_s)]
+    args = ["--run-dir", str(run_dir), "--heartbeat", str(heartbeat_s)]  # the storage: STORAGE_ENV
     args += ["--grace", str(grace_s)] + (["--no-wandb"] if not use_wandb else [])
     run_workers(
         "ablate.sweeps.run.worker",
         args,
         run_dir,
-        workers=workers,
+        # No more workers than cells left to run: the rest would only wait for them.
+        workers=max(1, min(workers, sum(c.state != "complete" for c in store.states().values()))),
         title=spec.name,
         total=len(spec.cells()),
         poll=poll,
@@ -96,15 +98,23 @@ def sweep(
     heartbeat_s: int = 10,
     grace_s: int = 30,
     launcher: Launcher | None = None,
+    retry_failed: bool = False,
 ) -> tuple[dict[str, Any], Outcome]:
     """Run (or resume) every cell, then report; the summary and the cell counts (complete, failed
     for good, missing). With adaptive seeds, in rounds (sweeps/run/adaptive.py). ``launcher``: where
-    the workers run (sweeps/run/launcher.py; default ``--workers`` processes here)."""
+    the workers run (sweeps/run/launcher.py; default ``--workers`` processes here). ``retry_failed``:
+    run again the cells that failed for good (their cause fixed)."""
     url = prepare_run(run_dir, storage, workers)
     hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
     with new_output_folder(run_dir):
+        check_run_folder(run_dir, "sweep", spec.name)
         store = open_store(spec, url, create=True, **hb)
+        mark_run_folder(run_dir, "sweep", spec.name)
     opened = file_identity(url)
+    if retry_failed and (retried := store.retry_failed()):
+        console.print(
+            f"retrying {len(retried)} cell(s) that had failed for good: {', '.join(retried)}", markup=False
+        )
     if spec.adaptive is not None:  # resume: the seeds earlier rounds added
         added = store.study.user_attrs.get("extra_seeds", {})
         spec = dataclasses.replace(spec, extra_seeds={v: tuple(s) for v, s in added.items()})

@@ -36,11 +36,13 @@ from rich.progress import (
 
 from ablate.errors import ConfigError
 from ablate.sweeps.ledger.journal import is_journal, journal_path, journal_url
+from ablate.sweeps.ledger.secrets import STORAGE_ENV, shown
 from ablate.sweeps.ledger.storage import default_storage, heartbeat, retry_db
-from ablate.sweeps.ledger.study_file import check_storage_url, shown
+from ablate.sweeps.ledger.study_file import check_storage_url
 from ablate.sweeps.run.launcher import Launcher, start_jobs
 
 console = Console(stderr=True)
+
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 W = TypeVar("W")
 
@@ -171,8 +173,8 @@ def worker_command(module: str, args: list[str]) -> list[str]:
     return [sys.executable, "-P", str(Path(__file__).resolve().with_name("entry.py")), module, *args]
 
 
-def _worker_env(index: int) -> dict[str, str]:
-    env = dict(os.environ)
+def _worker_env(index: int, url: str) -> dict[str, str]:
+    env = {**os.environ, STORAGE_ENV: url}
     import torch
 
     gpus = torch.cuda.device_count()
@@ -204,14 +206,16 @@ class ProcessHandle:
         return self.proc.returncode != 0
 
 
-def _start_processes(module: str, worker_args: list[str], run_dir: Path, workers: int) -> list[ProcessHandle]:
+def _start_processes(
+    module: str, worker_args: list[str], run_dir: Path, workers: int, url: str
+) -> list[ProcessHandle]:
     (run_dir / "logs").mkdir(exist_ok=True)
     stem = module.rsplit(".", 1)[-1]
     handles = []
     for i in range(workers):
         log = open(run_dir / "logs" / f"{stem}-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
         cmd = worker_command(module, worker_args)
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i))
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i, url))
         handles.append(ProcessHandle(proc))
     return handles
 
@@ -236,10 +240,13 @@ def run_workers(
     resumes it.
     """
     if launcher is None or launcher.kind == "processes":
-        handles: list[Any] = _start_processes(module, worker_args, run_dir, workers)
+        handles: list[Any] = _start_processes(module, worker_args, run_dir, workers, url)
         logs = run_dir / "logs"
     else:
         command = worker_command(module, worker_args)
+        # Jobs inherit the driver's environment (sbatch exports it; the local executor copies it),
+        # so the URL reaches them without entering the pickled job or its command line.
+        os.environ[STORAGE_ENV] = url
         handles = start_jobs(launcher, command, workers, run_dir, title)
         logs = run_dir / "jobs"
         console.print(f"submitted {workers} {launcher.kind} job(s); their logs: {logs}", markup=False)

@@ -22,6 +22,7 @@ from typing import Any
 from ablate.errors import ConfigError
 from ablate.experiments.io import new_output_folder, write_json
 from ablate.experiments.spec import ExperimentSpec
+from ablate.sweeps.ledger.run_folder import check_run_folder, mark_run_folder
 from ablate.sweeps.ledger.search_store import SearchStore
 from ablate.sweeps.run.launcher import Launcher
 from ablate.sweeps.run.loop import prepare_run, run_workers
@@ -92,7 +93,9 @@ def search(
     url = prepare_run(run_dir, storage, workers)
     hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
     with new_output_folder(run_dir):
+        check_run_folder(run_dir, "search", spec.name)
         store = SearchStore(spec, url, variants, trials, create=True, **hb)
+        mark_run_folder(run_dir, "search", spec.name)
     write_json(run_dir / "spec.json", spec.to_dict())
 
     def poll() -> tuple[int, str]:
@@ -101,13 +104,13 @@ def search(
         running = sum(c["running"] for c in counts)
         return sum(store.done(v) for v in variants), f"{running} running, {pruned} pruned"
 
-    args = ["--run-dir", str(run_dir), "--storage", url, "--variants", ",".join(variants)]
+    args = ["--run-dir", str(run_dir), "--variants", ",".join(variants)]  # the storage: STORAGE_ENV
     args += ["--trials", str(trials), "--heartbeat", str(heartbeat_s), "--grace", str(grace_s)]
     run_workers(
         "ablate.sweeps.run.search_worker",
         args,
         run_dir,
-        workers=workers,
+        workers=min(workers, trials * len(variants)),  # no more workers than trials
         title=f"{spec.name} search",
         total=trials * len(variants),
         poll=poll,

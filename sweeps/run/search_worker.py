@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from ablate.errors import ConfigError
 from ablate.experiments.run import run_trial
 from ablate.sweeps.ledger.run_folder import read_run_spec
 from ablate.sweeps.ledger.search_store import SearchStore
+from ablate.sweeps.ledger.secrets import STORAGE_ENV
 from ablate.sweeps.ledger.study_views import open_artifacts, result_attrs, set_attrs, upload_config_of
 from ablate.sweeps.run.loop import heartbeats, work_loop
 from ablate.sweeps.stats.summary import objective
@@ -107,12 +109,18 @@ def work(store: SearchStore, artifacts: FileSystemArtifactStore) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ablate.sweeps.run.search_worker")
     parser.add_argument("--run-dir", required=True)
-    parser.add_argument("--storage", required=True)
+    parser.add_argument(
+        "--storage",
+        default=os.environ.get(STORAGE_ENV),
+        help=f"the study's storage URL (default: ${STORAGE_ENV})",
+    )
     parser.add_argument("--variants", required=True)
     parser.add_argument("--trials", type=int, required=True)
     parser.add_argument("--heartbeat", type=int, default=10)
     parser.add_argument("--grace", type=int, default=30)
     args = parser.parse_args(argv)
+    if not args.storage:
+        parser.error(f"give --storage URL or set {STORAGE_ENV}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s[%(process)d] %(message)s")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     spec = read_run_spec(Path(args.run_dir))

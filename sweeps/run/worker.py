@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -24,6 +25,7 @@ from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.integrations import wandb_glue
 from ablate.sweeps.ledger.cells import CellStore, open_store
 from ablate.sweeps.ledger.run_folder import read_run_spec
+from ablate.sweeps.ledger.secrets import STORAGE_ENV
 from ablate.sweeps.ledger.study_views import (
     CONFIG_ARTIFACT,
     name_objective,
@@ -168,11 +170,17 @@ def work(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ablate.sweeps.run.worker")
     parser.add_argument("--run-dir", required=True)
-    parser.add_argument("--storage", required=True)
+    parser.add_argument(
+        "--storage",
+        default=os.environ.get(STORAGE_ENV),
+        help=f"the study's storage URL (default: ${STORAGE_ENV})",
+    )
     parser.add_argument("--no-wandb", action="store_true")
     parser.add_argument("--heartbeat", type=int, default=10)
     parser.add_argument("--grace", type=int, default=30)
     args = parser.parse_args(argv)
+    if not args.storage:
+        parser.error(f"give --storage URL or set {STORAGE_ENV}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s[%(process)d] %(message)s")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     run_dir = Path(args.run_dir)

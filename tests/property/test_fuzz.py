@@ -19,24 +19,27 @@ import io
 import json
 import math
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import datasets
 import pytest
 import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
+from pyarrow.lib import ArrowException
 
-from ablate.datamodules import ClassificationDataModule
+from ablate.datamodules import ClassificationDataModule, sources
 from ablate.datamodules.config import DataConfig
 from ablate.errors import ConfigError, choices
 from ablate.experiments.config import SECTIONS, TrainConfig
 from ablate.experiments.io import input_file, output_folder
 from ablate.experiments.loading import load_config
 from ablate.experiments.parsing import parse_overrides
-from ablate.experiments.spec import SPEC_KEYS, spec_from_dict, spec_from_resolved
+from ablate.experiments.spec import NAME_RE, SPEC_KEYS, load_spec, spec_from_dict, spec_from_resolved
 from tests.conftest import TINY_BASE
 
 # Hypothesis caches constants it reads from the sources under its home folder (./.hypothesis
@@ -222,7 +225,8 @@ def test_overrides_apply_or_refuse(overrides: Any) -> None:
 
 # --- experiment specs ------------------------------------------------------------------------
 
-NAMES = st.sampled_from(["baseline", "no_pe", "v.2", "a-b"]) | TEXT
+# Control characters too: a name with a trailing newline once made a folder "nl⏎".
+NAMES = st.sampled_from(["baseline", "no_pe", "v.2", "a-b", "nl\n", "t\tab", "\x00", "a\r", "x\u2028"]) | TEXT
 METRICS = st.sampled_from(["test/acc", "val/loss", "test_long/f1", "val/acc", "train/acc"])
 
 
@@ -310,12 +314,38 @@ def test_specs_validate_or_refuse(raw: dict, base_file: dict, profile: str | Non
         spec = outcome(spec_from_dict, raw, source=folder / "spec.yaml", profile=profile)
     if spec is None:
         return
+    assert NAME_RE.fullmatch(spec.name) and all(NAME_RE.fullmatch(v) for v in spec.variants)
     assert [v for v, ov in spec.variants.items() if not ov] == [spec.baseline]
     for variant in spec.variants:
         assert spec.cell_config(variant, spec.seeds[-1]).seed == spec.seeds[-1]
     # `ablate report` rebuilds the spec from the run folder's spec.json.
     again = spec_from_resolved(json.loads(json.dumps(spec.to_dict(), default=str)))
     assert again.base == spec.base and again.cells() == spec.cells()
+
+
+@settings(FUZZ, max_examples=40)
+@given(
+    value=ANY,
+    levels=st.integers(0, 7),
+    width=st.integers(1, 12),
+    key=st.sampled_from(["tags", "variants", "base", "description", "seeds", "overrides", "plugins"]),
+)
+def test_spec_files_with_yaml_aliases_load_or_refuse_quickly(
+    value: Any, levels: int, width: int, key: str
+) -> None:
+    """An anchor chain inside one spec field: each level repeats the one below ``width`` times
+    (up to 12^7 values), so a spec of a few hundred bytes may describe millions of values."""
+    chain = [f"&a0 {yaml_text(value)}"] + [
+        f"&a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels + 1)
+    ]
+    text = (
+        f"name: fuzz\nvariants: {{baseline: {{}}, no_pe: {{model.pe: none}}}}\n{key}: [{', '.join(chain)}]\n"
+    )
+    start = time.perf_counter()
+    with scratch() as name:
+        (Path(name) / "spec.yaml").write_text(text)
+        outcome(load_spec, Path(name) / "spec.yaml")
+    assert time.perf_counter() - start < 5.0
 
 
 # --- data files ------------------------------------------------------------------------------
@@ -438,6 +468,42 @@ def test_data_files_load_or_refuse(
         assert dm.n_classes >= 2 and dm.splits is not None and len(dm.splits) == 3
         for split in dm.splits.values():
             assert split["label"] and all(0 <= y < dm.n_classes for y in split["label"])
+
+
+# A column whose type is not text: lists (a tokenized corpus), numbers, records, nulls.
+TYPED_TEXT = st.one_of(
+    st.lists(st.text(max_size=4), max_size=3),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.fixed_dictionaries({"x": st.text(max_size=3)}),
+    st.none(),
+    st.text(max_size=8),
+)
+
+
+@settings(FUZZ, max_examples=30)
+@given(
+    texts=st.lists(TYPED_TEXT, min_size=1, max_size=6),
+    fmt=st.sampled_from(["parquet", "jsonl"]),
+    n=st.integers(2, 40),
+)
+def test_typed_columns_load_as_text_or_refuse(texts: list[Any], fmt: str, n: int) -> None:
+    """Parquet and JSONL keep their types: a text column must hold strings, or be refused."""
+    rows = [texts[i % len(texts)] for i in range(n)]
+    kinds = {type(r) for r in rows}
+    if len(kinds) > 1 and fmt == "parquet":
+        rows = [json.dumps(r) for r in rows]  # Arrow cannot mix types in a column: the file is text
+    with scratch() as tmp:
+        path = Path(tmp) / f"train.{fmt}"
+        try:
+            ds = datasets.Dataset.from_dict({"sentence": rows, "label": [i % 2 for i in range(n)]})
+        except (TypeError, ValueError, OverflowError, ArrowException):
+            return  # not even a table: nothing to load
+        (ds.to_parquet if fmt == "parquet" else ds.to_json)(str(path))
+        cfg = DataConfig(task="text", source=str(path))
+        raw = outcome(sources.read_file, path, cfg, str(Path(tmp, "hf")))
+    if raw is not None:  # read as text only where every value was a string
+        assert all(isinstance(r, str) for r in rows) and raw.texts == [str(r) for r in rows]
 
 
 # --- what the fuzzer found (each raised another exception before its fix) ---------------------

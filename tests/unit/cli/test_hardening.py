@@ -161,7 +161,7 @@ CASES: dict[str, Case] = {
         ['direction: "maximize" -> "minimize"'],
         setup=lambda tmp: (
             make_study(tmp),
-            write_spec(tmp, seeds=1, heatmap_seeds=[0], direction="minimize"),
+            write_spec(tmp, seeds=1, heatmap_seeds=[0], direction="minimize", metric="test/loss"),
         ),
     ),
     "rerun-other-metric": Case(

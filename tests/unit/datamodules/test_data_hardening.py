@@ -413,3 +413,37 @@ def test_cli_text_run_writes_no_datasets_noise(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     assert not any(word in ran.stderr for word in NOISE), ran.stderr
     assert ran.stderr.startswith("warning: unlabelled split(s) not used") and ran.stderr.count("\n") == 1
+
+
+# --- hostile column types and line numbers (hardening, third round) ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "column", "words"),
+    [
+        ("list-of-strings.parquet", [["a", "b"], ["c"]] * 20, "holds lists, not strings"),
+        ("numbers.parquet", [1.5, 2.5] * 20, "holds values of type float64, not strings"),
+        ("objects.jsonl", [{"x": 1}, {"x": 2}] * 20, "not strings"),
+    ],
+)
+def test_a_text_column_that_is_not_text_is_refused(
+    tmp_path: Path, name: str, column: list, words: str
+) -> None:
+    ds = datasets.Dataset.from_dict({"sentence": column, "label": [0, 1] * 20})
+    path = tmp_path / name
+    if name.endswith(".parquet"):
+        ds.to_parquet(str(path))
+    else:
+        ds.to_json(str(path))
+    with pytest.raises(DataError, match=words):
+        load(tmp_path, path)
+    assert_cache_clean(tmp_path)
+
+
+def test_line_numbers_count_the_line_breaks_inside_quoted_fields(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text(
+        'sentence,label\n"a film\nin two lines",1\nw1 fine,0\n"three\nline\nsentence",1\nbad,x\n' + ROWS
+    )
+    with pytest.raises(DataError, match=r"d.csv line 8: label 'x'"):
+        load(tmp_path, path)
