@@ -142,21 +142,25 @@ def reproduce(
     """A preset end to end (``ablate reproduce``): each experiment's sweep into ``out/<name>``,
     then the table across tasks. Returns {"summaries": name -> summary, "aggregate": ... | None}."""
     from ablate.experiments.presets import preset_specs
-    from ablate.sweeps.run.grid import sweep as run_sweep
+    from ablate.sweeps.run.grid import sweep_pool
     from ablate.sweeps.run.reproduce import default_profile, default_workers
     from ablate.sweeps.run.reproduce import reproduce as run_preset
 
     specs = preset_specs(name, list(overrides or []), profile or default_profile())
-    n = workers or default_workers()
     summaries: dict[str, Any] = {}
 
-    def grid(spec: ExperimentSpec) -> Any:
-        summaries[spec.name], outcome = run_sweep(
-            spec, Path(out) / spec.name, storage=storage, workers=n, use_wandb=use_wandb
+    def run(chosen: list[ExperimentSpec]) -> list[Any]:
+        results = sweep_pool(
+            [(s, Path(out) / s.name) for s in chosen],
+            title=name,
+            storage=storage,
+            workers=workers or default_workers(),
+            use_wandb=use_wandb,
         )
-        return outcome
+        summaries.update({s.name: summary for s, (summary, _) in zip(chosen, results, strict=True)})
+        return [outcome for _, outcome in results]
 
-    _, agg = run_preset(name, specs, Path(out), grid, storage)
+    _, agg = run_preset(name, specs, Path(out), run, storage)
     return {"summaries": summaries, "aggregate": agg}
 
 

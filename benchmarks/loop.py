@@ -21,7 +21,7 @@ from ablate.benchmarks.timing import interleave, summarize
 from ablate.datamodules import ClassificationDataModule
 from ablate.experiments.config import TrainConfig
 from ablate.experiments.run import run_trial
-from ablate.lit_modules.classifier import LitClassifier, dropout_keys, train_losses
+from ablate.lit_modules.classifier import LitClassifier, train_losses
 
 
 class FitTimer(Callback):
@@ -82,7 +82,7 @@ def raw_steps_s(cfg: TrainConfig, dm: ClassificationDataModule) -> float:
     try:
         while steps < cfg.trainer.max_steps:
             for batch in dm.train_dataloader():
-                key = dropout_keys(lit.seed_t, steps)[0]  # the same keyed dropout as training_step
+                key = (lit.seeds[0], steps)  # the same keyed dropout as training_step
                 logits = lit.model(batch["input_ids"], batch["attention_mask"], key=key).logits
                 loss = train_losses(logits, batch["labels"])
                 if not torch.isfinite(loss):

@@ -255,7 +255,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         args.workers = default_workers()
     out = Path(args.out or "runs")
     outcomes, agg = reproduce(
-        args.name, specs, out, lambda spec: run_grid(spec, out / spec.name, args), args.storage
+        args.name, specs, out, lambda s: _run_preset(args.name, s, out, args), args.storage
     )
     if agg is not None:  # one table across the preset's tasks
         print_aggregate(agg)
@@ -263,6 +263,32 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     elif len(specs) > 1:
         console.print("no table across tasks: not every cell is complete", markup=False)
     return print_outcome(console, outcomes if len(specs) > 1 else [("", outcomes[0][1])])
+
+
+def _run_preset(name: str, specs: list[ExperimentSpec], out: Path, args: argparse.Namespace) -> list[Outcome]:
+    """A preset's sweeps: one pool of workers for all of them (grid.sweep_pool)."""
+    import optuna
+
+    from ablate.sweeps.run.grid import sweep_pool
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    launcher = _launcher(args, out / specs[0].name)
+    cells = sum(len(s.cells()) for s in specs)
+    console.print(f"[bold]{name}[/]: {len(specs)} experiments, {cells} cells -> {escape(str(out))}")
+    results = sweep_pool(
+        [(s, out / s.name) for s in specs],
+        title=name,
+        storage=args.storage,
+        workers=args.workers,
+        use_wandb=not args.no_wandb,
+        heartbeat_s=args.heartbeat,
+        grace_s=args.grace,
+        launcher=launcher,
+        retry_failed=args.retry_failed,
+    )
+    for spec, (summary, _) in zip(specs, results, strict=True):
+        print_summary(summary, out / spec.name)
+    return [outcome for _, outcome in results]
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:

@@ -108,8 +108,6 @@ class LitClassifier(L.LightningModule):
         self.optim_cfg = optim_cfg
         self.max_steps = max_steps
         self.seeds = [seed]
-        # The run seed keys the dropout masks (with the step); a buffer, so it follows the device.
-        self.register_buffer("seed_t", torch.tensor([seed], dtype=torch.int64), persistent=False)
         self.model = EncoderClassifier(model_cfg, vocab_size=vocab_size, n_classes=n_classes)
         metrics = classification_metrics(n_classes)
         # "train" is an nn.Module method name, so the keys carry a suffix.
@@ -137,7 +135,8 @@ class LitClassifier(L.LightningModule):
         return F.cross_entropy(logits.float(), batch["labels"]), logits
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor | None:
-        key = dropout_keys(self.seed_t, self.global_step)[0]
+        # The key as Python ints: the mask's native one-pass path (the same bits as the tensor key).
+        key = (self.seeds[0], self.global_step)
         logits = self.model(batch["input_ids"], batch["attention_mask"], key=key).logits  # (B, C)
         loss = self.train_losses(logits, batch["labels"])
         if not torch.isfinite(loss):

@@ -13,13 +13,23 @@ so the single model and member k of any stack draw the same masks, and the extra
 padding of a stacked batch (a longer L) leaves the masks of real positions unchanged.
 The hash is integer arithmetic: bit-identical on every device. A model called without
 a key (plain ``nn.Module`` use outside the Lightning systems) falls back to torch's dropout.
+
+A key comes as an int64 tensor (2,) (inside a seed-parallel stack, batched by vmap) or as a
+tuple of Python ints (a single model: ``LitClassifier``). For a tuple on the CPU the mask is
+built in one native pass (lit_modules/dropout_native.py) from the site hash computed in Python;
+both paths give the same bits.
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from ablate.lit_modules import dropout_native
 
 _M32 = 0xFFFFFFFF
 
@@ -37,6 +47,31 @@ def _mix(x: Tensor) -> Tensor:
     x = x ^ (x >> 16)
     x = (x * 0x2C1B3C6D) & _M32
     return x ^ (x >> 16)
+
+
+def _mix_int(x: int) -> int:
+    """``_mix`` on a Python int in [0, 2^32): the same arithmetic, no tensors."""
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & _M32
+    x ^= x >> 15
+    x = (x * 0x68E31DA5) & _M32
+    x ^= x >> 16
+    x = (x * 0x2C1B3C6D) & _M32
+    return x ^ (x >> 16)
+
+
+def site_hash(seed: int, step: int, site: int) -> int:
+    """``site_key`` for a key of Python ints (seed, step >= 0)."""
+    h = _mix_int(seed & _M32)
+    h = _mix_int(h ^ ((seed >> 32) & _M32))
+    h = _mix_int(h ^ (step & _M32))
+    return _mix_int(h ^ site)
+
+
+def threshold(p: float) -> int:
+    """The integer form of ``u >= p``: u = m / 2^24 and torch compares it with p rounded to
+    float32, so the element keeps iff m >= ceil(float32(p) * 2^24) (exact in float64)."""
+    return math.ceil(float(np.float32(p)) * (1 << 24))
 
 
 def site_key(key: Tensor, site: int) -> Tensor:
@@ -72,11 +107,16 @@ class KeyedDropout(nn.Module):
         self.p = p
         self.site = -1
 
-    def forward(self, x: Tensor, key: Tensor | None) -> Tensor:
+    def forward(self, x: Tensor, key: Tensor | tuple[int, int] | None) -> Tensor:
         if not self.training or self.p == 0.0:
             return x
         if key is None:
             return F.dropout(x, self.p, training=True)
+        if isinstance(key, tuple):
+            if x.device.type == "cpu" and x.dtype == torch.float32 and dropout_native.available():
+                keep = dropout_native.keep_mask(site_hash(*key, self.site), x.shape, threshold(self.p))
+                return x * keep * (1.0 / (1.0 - self.p))
+            key = torch.tensor(key, dtype=torch.int64, device=x.device)
         keep = keep_mask(key, self.site, x.shape, self.p, x.device)
         return x * keep.to(x.dtype) * (1.0 / (1.0 - self.p))
 

@@ -151,8 +151,10 @@ def recorded_run(run_dir: Path) -> tuple[str, str] | None:
             return ("search" if (run_dir / "search.json").is_file() else "sweep"), str(name)
     except (OSError, ValueError, KeyError, TypeError):
         return ("unreadable", "?")
-    if (run_dir / "study.db").is_file():
-        return ("study", "")  # stopped before it wrote its spec: its study's identity decides
+    if any(p.name == "study.db" or p.name.startswith(".study.db.") for p in run_dir.iterdir()):
+        # Another driver is creating the study (its file is linked into place complete) or one
+        # stopped before it wrote its spec: the study's identity decides.
+        return ("study", "")
     return None
 
 

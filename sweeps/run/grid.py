@@ -25,44 +25,93 @@ from ablate.sweeps.run.loop import console, prepare_run, run_workers
 from ablate.sweeps.run.outcome import Outcome, grid_outcome
 
 
-def _run_round(
+@dataclasses.dataclass
+class Grid:
+    """One study of a sweep: its spec, cell store, run folder and storage URL."""
+
+    spec: ExperimentSpec
+    store: CellStore
+    run_dir: Path
+    url: str
+    opened: tuple[int, int] | None  # the study file's identity when opened (file_lost)
+
+
+def _open(
     spec: ExperimentSpec,
-    store: CellStore,
     run_dir: Path,
-    url: str,
+    storage: str | None,
+    workers: int,
+    hb: dict[str, int],
+    retry_failed: bool,
+) -> Grid:
+    """Check and claim the run folder, open (or create) the study, and forgive failed cells if asked."""
+    url = prepare_run(run_dir, storage, workers)
+    with new_output_folder(run_dir):
+        check_run_folder(run_dir, "sweep", spec.name)
+        store = open_store(spec, url, create=True, **hb)
+        mark_run_folder(run_dir, "sweep", spec.name)
+    grid = Grid(spec, store, run_dir, url, file_identity(url))
+    if retry_failed and (retried := store.retry_failed()):
+        console.print(
+            f"{spec.name}: retrying {len(retried)} cell(s) that had failed for good: {', '.join(retried)}",
+            markup=False,
+        )
+    return grid
+
+
+def _run_round(
+    grids: list[Grid],
+    storage: str | None,
     *,
+    title: str,
     workers: int,
     use_wandb: bool,
     heartbeat_s: int,
     grace_s: int,
     launcher: Launcher | None,
 ) -> None:
-    """Write the spec the workers read, enqueue its cells, run workers until none is left."""
-    write_json(run_dir / "spec.json", spec.to_dict())
-    write_yaml(run_dir / "spec.yaml", spec.to_dict())
-    store.ensure_cells()
+    """Write the specs the workers read, enqueue their cells, run workers until none is left. The
+    workers claim from the grids in this order (the most expensive cells first: no core waits for
+    a long tail)."""
+    for g in grids:
+        write_json(g.run_dir / "spec.json", g.spec.to_dict())
+        write_yaml(g.run_dir / "spec.yaml", g.spec.to_dict())
+        g.store.ensure_cells()
 
     def poll() -> tuple[int, str]:
-        states = list(store.states().values())
+        states = [c for g in grids for c in g.store.states().values()]
         running = sum(c.state == "running" for c in states)
         failed = sum(c.state == "failed" for c in states)
         done = sum(c.state == "complete" for c in states)
         return done, f"{running} running" + (f", {failed} failed" if failed else "")
 
-    args = ["--run-dir", str(run_dir), "--heartbeat", str(heartbeat_s)]  # the storage: STORAGE_ENV
-    args += ["--grace", str(grace_s)] + (["--no-wandb"] if not use_wandb else [])
+    args = [a for g in grids for a in ("--run-dir", str(g.run_dir))]  # the storage: STORAGE_ENV
+    args += ["--heartbeat", str(heartbeat_s), "--grace", str(grace_s)] + (
+        ["--no-wandb"] if not use_wandb else []
+    )
+    left = sum(c.state != "complete" for g in grids for c in g.store.states().values())
     run_workers(
         "ablate.sweeps.run.worker",
         args,
-        run_dir,
-        # No more workers than cells left to run: the rest would only wait for them.
-        workers=max(1, min(workers, sum(c.state != "complete" for c in store.states().values()))),
-        title=spec.name,
-        total=len(spec.cells()),
+        grids[0].run_dir,
+        workers=max(1, min(workers, left)),  # no more workers than cells left: the rest would only wait
+        title=title,
+        total=sum(len(g.spec.cells()) for g in grids),
         poll=poll,
-        url=url,
+        # One URL for every study (a --storage given), else each run folder's own study.db.
+        url=grids[0].url if storage is not None or len(grids) == 1 else None,
         launcher=launcher,
     )
+
+
+def _finish(grid: Grid, use_wandb: bool) -> tuple[dict[str, Any], Outcome]:
+    summary = report(grid.spec, grid.store, grid.run_dir)
+    if use_wandb and summary["cells"]["complete"]:  # the study's summary run beside its cells
+        from ablate.sweeps.integrations import wandb_glue
+
+        wandb_glue.log_summary(grid.spec, summary, grid.run_dir / PLOT_FILE, grid.run_dir)
+    outcome = grid_outcome(collect_rows(grid.store))
+    return summary, dataclasses.replace(outcome, lost=file_lost(grid.url, grid.opened))
 
 
 def _next_round(spec: ExperimentSpec, store: CellStore) -> ExperimentSpec | None:
@@ -104,33 +153,53 @@ def sweep(
     for good, missing). With adaptive seeds, in rounds (sweeps/run/adaptive.py). ``launcher``: where
     the workers run (sweeps/run/launcher.py; default ``--workers`` processes here). ``retry_failed``:
     run again the cells that failed for good (their cause fixed)."""
-    url = prepare_run(run_dir, storage, workers)
     hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
-    with new_output_folder(run_dir):
-        check_run_folder(run_dir, "sweep", spec.name)
-        store = open_store(spec, url, create=True, **hb)
-        mark_run_folder(run_dir, "sweep", spec.name)
-    opened = file_identity(url)
-    if retry_failed and (retried := store.retry_failed()):
-        console.print(
-            f"retrying {len(retried)} cell(s) that had failed for good: {', '.join(retried)}", markup=False
-        )
+    grid = _open(spec, run_dir, storage, workers, hb, retry_failed)
     if spec.adaptive is not None:  # resume: the seeds earlier rounds added
-        added = store.study.user_attrs.get("extra_seeds", {})
-        spec = dataclasses.replace(spec, extra_seeds={v: tuple(s) for v, s in added.items()})
-        store = open_store(spec, url, **hb)
+        added = grid.store.study.user_attrs.get("extra_seeds", {})
+        grid.spec = dataclasses.replace(spec, extra_seeds={v: tuple(s) for v, s in added.items()})
+        grid.store = open_store(grid.spec, grid.url, **hb)
     opts = {"workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s, "grace_s": grace_s}
-    opts["launcher"] = launcher
     while True:
-        _run_round(spec, store, run_dir, url, **opts)
-        grown = _next_round(spec, store) if spec.adaptive is not None else None
+        _run_round([grid], storage, title=grid.spec.name, launcher=launcher, **opts)
+        grown = _next_round(grid.spec, grid.store) if spec.adaptive is not None else None
         if grown is None:
-            summary = report(spec, store, run_dir)
-            if use_wandb and summary["cells"]["complete"]:  # the study's summary run beside its cells
-                from ablate.sweeps.integrations import wandb_glue
+            return _finish(grid, use_wandb)
+        grid.spec, grid.store = grown, open_store(grown, grid.url, **hb)
 
-                wandb_glue.log_summary(spec, summary, run_dir / PLOT_FILE, run_dir)
-            outcome = grid_outcome(collect_rows(store))
-            return summary, dataclasses.replace(outcome, lost=file_lost(url, opened))
-        spec = grown
-        store = open_store(spec, url, **hb)
+
+def sweep_pool(
+    specs: list[tuple[ExperimentSpec, Path]],
+    *,
+    title: str,
+    storage: str | None = None,
+    workers: int = 1,
+    use_wandb: bool = True,
+    heartbeat_s: int = 10,
+    grace_s: int = 30,
+    launcher: Launcher | None = None,
+    retry_failed: bool = False,
+) -> list[tuple[dict[str, Any], Outcome]]:
+    """Several studies (a preset's experiments) with one set of workers that claim cells from any
+    of them, the most expensive study's first (``cell_cost``), so that the studies overlap and no
+    core waits for one study's tail; then each study's report. A cell's number is the same as in
+    its own sweep (it depends on its config and seed only). With an adaptive spec among them (its
+    rounds need their own workers), or one spec, each runs as ``sweep``, one after another."""
+    opts = {"storage": storage, "workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s}
+    opts |= {"grace_s": grace_s, "launcher": launcher, "retry_failed": retry_failed}
+    if len(specs) == 1 or any(s.adaptive is not None for s, _ in specs):  # rounds need their own workers
+        return [sweep(s, d, **opts) for s, d in specs]  # type: ignore[arg-type]
+    hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
+    grids = [_open(s, d, storage, workers, hb, retry_failed) for s, d in specs]
+    order = sorted(grids, key=lambda g: -cell_cost(g.spec))
+    opts = {"workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s, "grace_s": grace_s}
+    _run_round(order, storage, title=title, launcher=launcher, **opts)
+    return [_finish(g, use_wandb) for g in grids]
+
+
+def cell_cost(spec: ExperimentSpec) -> float:
+    """A cell's relative cost: steps x tokens per batch x (parameters per token, roughly)."""
+    cfg = spec.base
+    m = cfg.model
+    tokens = cfg.data.batch_size * (cfg.data.longest_input() + 1)
+    return cfg.trainer.max_steps * tokens * m.n_layers * (4 * m.d_model**2 + 2 * m.d_model * m.d_ff)

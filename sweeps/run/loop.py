@@ -173,8 +173,8 @@ def worker_command(module: str, args: list[str]) -> list[str]:
     return [sys.executable, "-P", str(Path(__file__).resolve().with_name("entry.py")), module, *args]
 
 
-def _worker_env(index: int, url: str) -> dict[str, str]:
-    env = {**os.environ, STORAGE_ENV: url}
+def _worker_env(index: int, url: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != STORAGE_ENV} | ({STORAGE_ENV: url} if url else {})
     import torch
 
     gpus = torch.cuda.device_count()
@@ -207,7 +207,7 @@ class ProcessHandle:
 
 
 def _start_processes(
-    module: str, worker_args: list[str], run_dir: Path, workers: int, url: str
+    module: str, worker_args: list[str], run_dir: Path, workers: int, url: str | None
 ) -> list[ProcessHandle]:
     (run_dir / "logs").mkdir(exist_ok=True)
     stem = module.rsplit(".", 1)[-1]
@@ -229,7 +229,7 @@ def run_workers(
     title: str,
     total: int,
     poll: Callable[[], tuple[int, str]],
-    url: str,
+    url: str | None,
     launcher: Launcher | None = None,
 ) -> None:
     """Start ``workers`` workers running ``module`` (processes here, or submitit jobs; see
@@ -246,7 +246,10 @@ def run_workers(
         command = worker_command(module, worker_args)
         # Jobs inherit the driver's environment (sbatch exports it; the local executor copies it),
         # so the URL reaches them without entering the pickled job or its command line.
-        os.environ[STORAGE_ENV] = url
+        if url:
+            os.environ[STORAGE_ENV] = url
+        else:
+            os.environ.pop(STORAGE_ENV, None)
         handles = start_jobs(launcher, command, workers, run_dir, title)
         logs = run_dir / "jobs"
         console.print(f"submitted {workers} {launcher.kind} job(s); their logs: {logs}", markup=False)
@@ -274,7 +277,8 @@ def run_workers(
         for h in handles:
             h.wait()
         console.print(
-            f"interrupted: finished work is stored in {shown(url)}; run the same command again to resume",
+            f"interrupted: finished work is stored in {shown(url) if url else 'each run folder'}; run the "
+            "same command again to resume",
             markup=False,
         )
         raise

@@ -1,5 +1,6 @@
-"""``ablate reproduce NAME``: every experiment of a preset as a sweep, one after another, then one
-table across its tasks (report/across_tasks.py) when every cell of every experiment completed."""
+"""``ablate reproduce NAME``: every experiment of a preset swept, by one set of workers that
+claims cells from all of them (grid.sweep_pool), then one table across its tasks
+(report/across_tasks.py) when every cell of every experiment completed."""
 
 from __future__ import annotations
 
@@ -31,13 +32,14 @@ def reproduce(
     name: str,
     specs: list[ExperimentSpec],
     out: Path,
-    run_grid: Callable[[ExperimentSpec], Outcome],
+    run: Callable[[list[ExperimentSpec]], list[Outcome]],
     storage: str | None = None,
 ) -> tuple[list[tuple[str, Outcome]], dict[str, Any] | None]:
-    """Run ``run_grid(spec)`` for each experiment (its run folder: ``out/<spec.name>``); with more
-    than one experiment and every cell complete, write ``out/<name>-aggregate.{json,md}``.
-    Each experiment's outcome, and the aggregate (None when not written)."""
-    outcomes = [(spec.name, run_grid(spec)) for spec in specs]
+    """``run(specs)`` sweeps the experiments (each into ``out/<spec.name>``; ``sweep_pool`` runs
+    them with one set of workers); with more than one experiment and every cell complete, then
+    write ``out/<name>-aggregate.{json,md}``. Each experiment's outcome, and the aggregate (None
+    when not written)."""
+    outcomes = list(zip([s.name for s in specs], run(specs), strict=True))
     if len(specs) < 2 or not all(o.ok for _, o in outcomes):
         return outcomes, None
     return outcomes, write_aggregate([out / s.name for s in specs], out / f"{name}-aggregate", storage)

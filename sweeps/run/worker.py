@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
@@ -26,6 +27,7 @@ from ablate.sweeps.integrations import wandb_glue
 from ablate.sweeps.ledger.cells import CellStore, open_store
 from ablate.sweeps.ledger.run_folder import read_run_spec
 from ablate.sweeps.ledger.secrets import STORAGE_ENV
+from ablate.sweeps.ledger.storage import default_storage
 from ablate.sweeps.ledger.study_views import (
     CONFIG_ARTIFACT,
     name_objective,
@@ -114,19 +116,24 @@ def record(store: CellStore, trial: optuna.Trial, result, wandb_id: str | None) 
     store.study.tell(trial, objective(result.metrics, spec.metric, spec.direction))
 
 
-def claim_group(store: CellStore, poll_s: float) -> list[optuna.Trial] | None:
-    """Claim a cell, and up to ``trainer.seed_parallel`` - 1 more waiting seeds of its variant
-    (run_cells stacks them); None once every cell is complete or failed for good."""
-    while (trial := store.claim()) is None:
-        if not store.unfinished():
+def claim_group(studies: list[Study], poll_s: float) -> tuple[Study, list[optuna.Trial]] | None:
+    """Claim a cell of the first study that has one waiting, and up to ``trainer.seed_parallel``
+    - 1 more waiting seeds of its variant (run_cells stacks them); None once every cell of every
+    study is complete or failed for good."""
+    while True:
+        found = next(((s, t) for s in studies if (t := s.store.claim()) is not None), None)
+        if found is not None:
+            break
+        if not any(s.store.unfinished() for s in studies):
             return None
         idle_wait(poll_s)  # others are running cells; take over if one of them dies
+    study, trial = found
     trials = [trial]
     variant = trial.params["variant"]
-    group = store.spec.cell_config(variant, trial.params["seed"]).trainer.seed_parallel
-    while len(trials) < group and (more := store.claim(variant)) is not None:
+    group = study.store.spec.cell_config(variant, trial.params["seed"]).trainer.seed_parallel
+    while len(trials) < group and (more := study.store.claim(variant)) is not None:
         trials.append(more)
-    return sorted(trials, key=lambda t: t.params["seed"])  # claimed in random order (store.py)
+    return study, sorted(trials, key=lambda t: t.params["seed"])  # claimed in random order
 
 
 def fail_group(store: CellStore, trials: list[optuna.Trial], error: str | None) -> None:
@@ -139,64 +146,71 @@ def fail_group(store: CellStore, trials: list[optuna.Trial], error: str | None) 
             store.study.tell(t, state=TrialState.FAIL)
 
 
+@dataclass
+class Study:
+    """A study this worker serves: its cells and its run folder."""
+
+    store: CellStore
+    run_dir: Path
+
+
 def work(
-    spec: ExperimentSpec,
-    run_dir: Path,
-    storage_url: str,
+    studies: list[tuple[ExperimentSpec, Path, str]],
     *,
     use_wandb: bool,
     heartbeat_s: int,
     grace_s: int,
     poll_s: float = 2.0,
 ) -> int:
-    """Run cells until every cell is complete (or failed for good); return how many ran here."""
-    store = open_store(spec, storage_url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
-    name_objective(store.study, spec.metric)  # "test/acc" in optuna-dashboard, not "Objective 0"
+    """Run cells of the studies (spec, run folder, storage URL), the first study's while it has
+    some waiting, until every cell is complete (or failed for good); return how many ran here."""
+    served = []
+    for spec, run_dir, url in studies:
+        store = open_store(spec, url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
+        name_objective(store.study, spec.metric)  # "test/acc" in optuna-dashboard, not "Objective 0"
+        served.append(Study(store, run_dir))
 
-    def run(trials: list[optuna.Trial]) -> int:
-        with heartbeats(store.storage, [t._trial_id for t in trials]):
-            run_claimed(store, trials, run_dir, use_wandb=use_wandb)
+    def run(claimed: tuple[Study, list[optuna.Trial]]) -> int:
+        study, trials = claimed
+        with heartbeats(study.store.storage, [t._trial_id for t in trials]):
+            run_claimed(study.store, trials, study.run_dir, use_wandb=use_wandb)
         return len(trials)
 
     return work_loop(
-        lambda: claim_group(store, poll_s),
+        lambda: claim_group(served, poll_s),
         run,
-        lambda trials, error: fail_group(store, trials, error),
-        describe=lambda trials: f"cells {', '.join(t.user_attrs['cell'] for t in trials)}",
+        lambda claimed, error: fail_group(claimed[0].store, claimed[1], error),
+        describe=lambda c: f"{c[0].store.spec.name} cells {', '.join(t.user_attrs['cell'] for t in c[1])}",
         log=log,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ablate.sweeps.run.worker")
-    parser.add_argument("--run-dir", required=True)
+    parser.add_argument(
+        "--run-dir",
+        action="append",
+        required=True,
+        help="a study's run folder (several: claim from each in order)",
+    )
     parser.add_argument(
         "--storage",
         default=os.environ.get(STORAGE_ENV),
-        help=f"the study's storage URL (default: ${STORAGE_ENV})",
+        help=f"the studies' storage URL (default: ${STORAGE_ENV}, else each run folder's study.db)",
     )
     parser.add_argument("--no-wandb", action="store_true")
     parser.add_argument("--heartbeat", type=int, default=10)
     parser.add_argument("--grace", type=int, default=30)
     args = parser.parse_args(argv)
-    if not args.storage:
-        parser.error(f"give --storage URL or set {STORAGE_ENV}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s[%(process)d] %(message)s")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    run_dir = Path(args.run_dir)
-    spec = read_run_spec(run_dir)
+    dirs = [Path(d) for d in args.run_dir]
+    studies = [(read_run_spec(d), d, args.storage or default_storage(d)) for d in dirs]
     # SLURM's scancel and job time limits send SIGTERM: handle it as Ctrl-C, so the running
     # cell is marked interrupted and requeued at once, not after its heartbeat's grace period.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        work(
-            spec,
-            run_dir,
-            args.storage,
-            use_wandb=not args.no_wandb,
-            heartbeat_s=args.heartbeat,
-            grace_s=args.grace,
-        )
+        work(studies, use_wandb=not args.no_wandb, heartbeat_s=args.heartbeat, grace_s=args.grace)
     except KeyboardInterrupt:
         return 130
     return 0
