@@ -19,7 +19,9 @@ Every ratio is measured side by side in one process, the two sides interleaved
   cache, Trainer setup and writing outputs. ``details.cell_overhead.single_cell_ratio`` is the
   same for the first cell alone (one ``ablate train``, imports included).
 
-Also: peak RSS of the training process, and on a GPU tokens/s, MFU (6·N + 12·L·d·T FLOPs per
+Also: each main-job task's training step against this core's peak (benchmarks/step.py: FLOPs
+counted by FlopCounterMode, the one-thread matmul peak measured beside it), peak RSS of the
+training process, and on a GPU tokens/s, MFU (6·N + 12·L·d·T FLOPs per
 token against the dense bf16 peak) and ``torch.cuda.max_memory_allocated``. ``--quick``
 shrinks every measurement (about a minute; used by the tests): its numbers are smoke, not data.
 Timings use one torch thread per process (``--threads``), in the benchmark and in the cell
@@ -45,6 +47,9 @@ from ablate.benchmarks.encoder import encoder_vs_torch
 from ablate.benchmarks.gpu import gpu_throughput
 from ablate.benchmarks.loop import lightning_vs_raw
 from ablate.benchmarks.seed_parallel import seed_parallel_speedup
+from ablate.benchmarks.step import CONFIGS as STEP_CONFIGS
+from ablate.benchmarks.step import matmul_peak
+from ablate.benchmarks.step import measure as measure_step
 from ablate.experiments.loading import load_config
 from ablate.experiments.run import quiet_lightning
 
@@ -92,6 +97,12 @@ def run(quick: bool, threads: int, k: int) -> dict:
         threads=threads,
         cells=2 if quick else 5,
     )
+    console.print("step vs peak ...")
+    peak = matmul_peak(repeats=2 if quick else 5)
+    step = {"matmul_peak_flops": peak, "tasks": {}}
+    for name, (path, overrides) in STEP_CONFIGS.items():
+        r = measure_step(name, path, [*overrides, *data], 5 if quick else 40, breakdown=False)
+        step["tasks"][name] = {**r, "fraction_of_peak": r["step_flops"] / r["step_s"] / peak}
     console.print("gpu ...")
     gpu = gpu_throughput(
         cfg.model,
@@ -117,6 +128,7 @@ def run(quick: bool, threads: int, k: int) -> dict:
                 "benchmark_process_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             },
             "gpu": gpu,
+            "step": step,
         }
     )
     return results
@@ -147,6 +159,16 @@ def print_table(r: dict) -> None:
     table.add_row(
         "peak RSS, training process", f"{m['train_process_peak_rss_mb']:.0f} MB", "", "", "ru_maxrss"
     )
+    s = r["step"]
+    for name, e in s["tasks"].items():
+        table.add_row(
+            f"step vs peak, {name}",
+            f"{e['fraction_of_peak']:.2f}",
+            "",
+            "",
+            f"{e['step_flops'] / 1e9:.3f} GFLOP in {e['step_s'] * 1000:.1f} ms against a "
+            f"{s['matmul_peak_flops'] / 1e9:.0f} GFLOP/s one-thread matmul peak",
+        )
     gpu = r["gpu"]
     if not gpu["available"]:
         table.add_row("GPU", "no GPU", "", "", "tokens/s and MFU skipped")

@@ -43,6 +43,14 @@ def test_quick_benchmark_writes_every_ratio(tmp_path: Path) -> None:
         assert positive_finite(r["details"]["encoder_vs_torch"][name]), name
     for name in ("lightning_steps_s", "raw_steps_s", "ratio_of_pairs"):
         assert positive_finite(r["details"]["lightning_vs_raw"][name]), name
+    step = r["step"]
+    assert positive_finite(step["matmul_peak_flops"]) and set(step["tasks"]) == {
+        "order-only",
+        "multi-lookup",
+        "SST-2",
+    }
+    for e in step["tasks"].values():  # counted FLOPs over measured time, against the measured peak
+        assert positive_finite(e["step_flops"]) and 0 < e["fraction_of_peak"] < 1.5
     sp = r["details"]["seed_parallel_speedup"]
     assert sp["k"] == 2 and positive_finite(sp["stacked_member_steps_s"])
     cell = r["details"]["cell_overhead"]
