@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ablate.datamodules.config import DataConfig
 from ablate.errors import ConfigError, Range, require, short, validate_fields
@@ -35,6 +35,7 @@ class TrainerConfig:
         "seed_parallel": Range(1, 1024),
         "cpu_threads": Range(1, 1024),
         "order_seeds": Range(0, 1_000_000),
+        "numerics_levels": Range(1, 1_000_000),
     }
     # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
     DOCS = {
@@ -60,6 +61,11 @@ class TrainerConfig:
             "`0`: the run seed drives init, data order and dropout together; `n > 0` (set by a spec's"
             " `seed_factors`): seed s initializes from s // n and orders the data by s % n; dropout "
             "stays keyed by s"
+        ),
+        "numerics_levels": (
+            "`1`: off; `c > 1` (set by `seed_factors.numerics`, needs `order_seeds`): seed s = (init x c +"
+            " j) x n + order, and level j > 0 moves every initial weight one ulp (torch.nextafter) in a "
+            "direction drawn from a generator seeded by j; dropout is keyed by the seed of level 0"
         ),
     }
 
@@ -90,6 +96,11 @@ class TrainerConfig:
     # seed_factors): seed s initializes from s // n and orders the data by s % n, so that init
     # and data order vary as separate, crossed factors; dropout stays keyed by s.
     order_seeds: int = 0
+    # 1: off. c > 1 (set by seed_factors.numerics): a third crossed factor, the float rounding.
+    # Seed s = (init x c + level) x order_seeds + order, so c = 1 leaves every seed's streams as
+    # they were; level j > 0 moves each initial weight by one ulp (lit_modules/numerics.py), the
+    # perturbation Summers & Dinneen (2021) found to change a run as much as a new seed.
+    numerics_levels: int = 1
 
     def __post_init__(self) -> None:
         many = isinstance(self.devices, int) and not isinstance(self.devices, bool) and self.devices > 1
@@ -104,6 +115,11 @@ class TrainerConfig:
             not (self.compile and self.seed_parallel > 1),
             "trainer.compile is not supported with trainer.seed_parallel > 1 (torch.compile of a vmapped "
             "model); choose one",
+        )
+        require(
+            self.numerics_levels == 1 or self.order_seeds > 0,
+            f"trainer.numerics_levels={self.numerics_levels} needs trainer.order_seeds > 0: numerics levels "
+            "cross init seeds and data orders (a spec's seed_factors: {init, data_order, numerics} sets both)",
         )
 
     def check_machine(self) -> None:
@@ -157,6 +173,7 @@ LATER_DEFAULTS: dict[str, Any] = {
     "model.norm_layer": "layernorm",
     "model.ffn": "mlp",
     "model.n_kv_heads": None,
+    "trainer.numerics_levels": 1,
     "plugins": [],
 }
 
@@ -171,6 +188,15 @@ def without_later_defaults(config: dict[str, Any]) -> dict[str, Any]:
         if isinstance(holder, dict) and field_name in holder and holder[field_name] == default:
             del holder[field_name]
     return out
+
+
+class SeedStreams(NamedTuple):
+    """The random streams of one run seed (TrainConfig.seed_streams)."""
+
+    init: int  # seeds the initial weights
+    order: int  # shuffles the training data
+    numerics: int  # 0: the init as drawn; j > 0: moved one ulp per weight (lit_modules/numerics.py)
+    dropout: int  # keys the dropout masks
 
 
 SECTIONS: dict[str, type] = {
@@ -242,8 +268,22 @@ class TrainConfig:
 
     def streams(self, seed: int) -> tuple[int, int]:
         """(init seed, data-order seed) of run seed ``seed`` (see trainer.order_seeds)."""
-        n = self.trainer.order_seeds
-        return (seed // n, seed % n) if n else (seed, seed)
+        s = self.seed_streams(seed)
+        return s.init, s.order
+
+    def seed_streams(self, seed: int) -> SeedStreams:
+        """What run seed ``seed`` fixes (trainer.order_seeds n, trainer.numerics_levels c).
+
+        Without factors the seed is every stream. With them s = (init x c + numerics) x n + order:
+        at c = 1 that is init s // n and order s % n, as before numerics existed. Dropout is keyed
+        by the seed of the same (init, order) at numerics level 0, so that level 0 is the cell a
+        study without numerics runs, and the levels differ by the init's ulps only."""
+        n, c = self.trainer.order_seeds, self.trainer.numerics_levels
+        if not n:
+            return SeedStreams(init=seed, order=seed, numerics=0, dropout=seed)
+        cell, order = divmod(seed, n)
+        init, level = divmod(cell, c)
+        return SeedStreams(init=init, order=order, numerics=level, dropout=init * n + order)
 
     def flat(self) -> dict[str, Any]:
         """``{"model.d_model": 64, ..., "seed": 0}``: for W&B, Optuna and CSV."""

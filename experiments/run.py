@@ -35,6 +35,7 @@ from ablate.experiments.config import TrainConfig
 from ablate.experiments.io import write_json, write_yaml
 from ablate.experiments.memory import check_memory
 from ablate.lit_modules.classifier import LitClassifier
+from ablate.lit_modules.numerics import perturb_ulp
 from ablate.lit_modules.progress import StepProgressBar
 from ablate.lit_modules.seed_parallel import LitSeedParallel, MemberLogger, member_metrics
 
@@ -216,20 +217,27 @@ def _train_group(
     start = time.perf_counter()
     dm = _setup(cfg, seeds[0], datamodule)
     sizes = {"vocab_size": dm.vocab_size, "n_classes": dm.n_classes, "max_steps": cfg.trainer.max_steps}
-    inits, orders = zip(*(cfg.streams(s) for s in seeds), strict=True)
-    train = [dm.dataloader("train", shuffle=True, seed=o) for o in orders]  # one data order per seed
+    streams = [cfg.seed_streams(s) for s in seeds]
+    train = [dm.dataloader("train", shuffle=True, seed=s.order) for s in streams]  # one order per seed
     stacked = cfg.trainer.seed_parallel > 1
     lit: LitClassifier | LitSeedParallel
     if not stacked:
         # Seed after data preparation so init does not depend on what data loading drew.
-        L.seed_everything(inits[0], workers=True, verbose=False)
-        lit = LitClassifier(cfg.model, cfg.optim, **sizes, seed=seeds[0])
+        L.seed_everything(streams[0].init, workers=True, verbose=False)
+        lit = LitClassifier(cfg.model, cfg.optim, **sizes, seed=streams[0].dropout)
+        perturb_ulp(lit.model, streams[0].numerics)  # after the init, before training
         if cfg.trainer.compile:
             lit.model = torch.compile(lit.model)
         logger: Logger | list[Logger] | bool = loggers[0] or False
     else:
         lit = LitSeedParallel(
-            cfg.model, cfg.optim, **sizes, seeds=seeds, init_seeds=list(inits), pad_to=dm.longest("train")
+            cfg.model,
+            cfg.optim,
+            **sizes,
+            seeds=[s.dropout for s in streams],
+            init_seeds=[s.init for s in streams],
+            numerics=[s.numerics for s in streams],
+            pad_to=dm.longest("train"),
         )
         logger = [MemberLogger(lg, k) for k, lg in enumerate(loggers) if lg] or False
     trainer = make_trainer(

@@ -1,6 +1,6 @@
 """How an experiment spec names its seeds: a count or a list, an adaptive schedule
 (``seeds: {min, max, step, stop}``, run in rounds by ``sweeps/run/adaptive.py``), or crossed seed
-factors (``seed_factors: {init, data_order}``)."""
+factors (``seed_factors: {init, data_order[, numerics]}``)."""
 
 from __future__ import annotations
 
@@ -81,19 +81,32 @@ def parse_adaptive(value: dict[str, Any], where: str) -> AdaptiveSeeds:
 
 
 def parse_seed_factors(value: Any, where: str) -> dict[str, int]:
+    """``{init: a, data_order: b}`` or ``{init: a, data_order: b, numerics: c}``: crossed levels,
+    at least 2 each, a x b (x c) seeds in all."""
     value = as_mapping(value, f"{where}seed_factors")
     require(
-        set(value) == {"init", "data_order"},
-        f"{where}seed_factors must be {{init: N, data_order: M}} (crossed levels), got {value!r}",
+        {"init", "data_order"} <= set(value) <= {"init", "data_order", "numerics"},
+        f"{where}seed_factors must be {{init: N, data_order: M}} or {{init: N, data_order: M, numerics: K}}"
+        f" (crossed levels), got {value!r}",
     )
     for key, n in value.items():  # a factor needs two levels
         require_number(n, f"{where}seed_factors.{key}", Range(2, MAX_SEEDS))
-    total = value["init"] * value["data_order"]
-    require(
-        total in COUNT,
-        f"{where}seed_factors: init x data_order = {total} seeds; valid: at most {MAX_SEEDS}",
-    )
+    total = value["init"] * value["data_order"] * value.get("numerics", 1)
+    names = " x ".join(k for k in ("init", "data_order", "numerics") if k in value)
+    require(total in COUNT, f"{where}seed_factors: {names} = {total} seeds; valid: at most {MAX_SEEDS}")
     return dict(value)
+
+
+def default_seed_count(comparisons: int, alpha: float = 0.05) -> int:
+    """The seeds a spec gets without ``seeds:``: the fewest at which the paired primary test can
+    give p <= alpha after Holm over ``comparisons`` comparisons. The signed-rank test's smallest
+    p with n pairs is 2 / 2^n (every sign agreeing), so n is the least with 2^(1 - n) <= alpha / k:
+    7 for 2 or 3 comparisons. (sweeps/stats/inference.seeds_to_reject counts the same from the
+    test's null distribution; a test keeps the two equal.)"""
+    n = 1
+    while 2.0 ** (1 - n) > alpha / max(1, comparisons):
+        n += 1
+    return n
 
 
 def parse_seeds(value: Any, key: str) -> tuple[int, ...]:

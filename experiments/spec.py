@@ -22,7 +22,13 @@ from ablate.experiments.loading import absolute_paths, absolute_plugins, absolut
 from ablate.experiments.memory import check_memory
 from ablate.experiments.parsing import as_mapping, parse_overrides
 from ablate.experiments.search_spec import SearchSpec, parse_search
-from ablate.experiments.seeds import AdaptiveSeeds, parse_adaptive, parse_seed_factors, parse_seeds
+from ablate.experiments.seeds import (
+    AdaptiveSeeds,
+    default_seed_count,
+    parse_adaptive,
+    parse_seed_factors,
+    parse_seeds,
+)
 from ablate.lit_modules.plugins import import_plugins
 
 SPEC_KEYS = (
@@ -69,7 +75,8 @@ class ExperimentSpec:
     # Adaptive seeds (``seeds: {min, ...}``) and the seeds its rounds added, per variant.
     adaptive: AdaptiveSeeds | None = None
     extra_seeds: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    # ``seed_factors: {init: a, data_order: b}``: seeds 0..ab-1, seed s = init s // b x order s % b.
+    # ``seed_factors: {init: a, data_order: b[, numerics: c]}``: seeds 0..abc-1, seed
+    # s = (init x c + numerics) x b + order (TrainConfig.seed_streams; c = 1 without numerics).
     seed_factors: dict[str, int] | None = None
 
     @property
@@ -162,7 +169,13 @@ class ExperimentSpec:
         )
 
 
-STUDY_WIDE = ("trainer.seed_parallel", "trainer.cpu_threads", "trainer.order_seeds", "plugins")
+STUDY_WIDE = (
+    "trainer.seed_parallel",
+    "trainer.cpu_threads",
+    "trainer.order_seeds",
+    "trainer.numerics_levels",
+    "plugins",
+)
 
 
 def spec_from_dict(
@@ -243,15 +256,22 @@ def spec_from_dict(
     )
 
     adaptive = parse_adaptive(raw["seeds"], where) if isinstance(raw.get("seeds"), dict) else None
-    seeds = tuple(range(adaptive.min)) if adaptive else parse_seeds(raw.get("seeds", 5), "seeds")
+    seeds = (
+        tuple(range(adaptive.min))
+        if adaptive
+        else parse_seeds(raw.get("seeds", default_seed_count(len(variants) - 1)), "seeds")
+    )
     factors = parse_seed_factors(raw["seed_factors"], where) if raw.get("seed_factors") is not None else None
     if factors is not None:
         require(
             "seeds" not in raw, f"{where}give seeds or seed_factors, not both (seed_factors sets the seeds)"
         )
-        seeds = tuple(range(factors["init"] * factors["data_order"]))
-        base_overrides["trainer.order_seeds"] = factors["data_order"]
-        base = base.override({"trainer.order_seeds": factors["data_order"]})
+        streams = {"trainer.order_seeds": factors["data_order"]}
+        if "numerics" in factors:  # absent: the base keeps numerics_levels 1, as before it existed
+            streams["trainer.numerics_levels"] = factors["numerics"]
+        seeds = tuple(range(factors["init"] * factors["data_order"] * factors.get("numerics", 1)))
+        base_overrides.update(streams)
+        base = base.override(streams)
     heatmap_seeds = parse_seeds(raw.get("heatmap_seeds", [seeds[0]]), "heatmap_seeds")
     missing = sorted(set(heatmap_seeds) - set(seeds))
     require(not missing, f"{where}heatmap_seeds {missing} are not among seeds {list(seeds)}")

@@ -32,6 +32,7 @@ from ablate.lit_modules.classifier import (
 )
 from ablate.lit_modules.config import ModelConfig, OptimConfig
 from ablate.lit_modules.encoder import EncoderClassifier
+from ablate.lit_modules.numerics import perturb_ulp
 from ablate.lit_modules.registry import get
 
 
@@ -44,13 +45,24 @@ def stack_config(cfg: ModelConfig) -> ModelConfig:
 class StackedEncoder(nn.Module):
     """``len(seeds)`` encoders with stacked weights; ``forward`` returns logits (K, B, C)."""
 
-    def __init__(self, cfg: ModelConfig, *, vocab_size: int, n_classes: int, seeds: list[int]) -> None:
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        *,
+        vocab_size: int,
+        n_classes: int,
+        seeds: list[int],
+        numerics: list[int] | None = None,
+    ) -> None:
+        """``seeds``: each member's init seed; ``numerics``: its numerics level (default 0)."""
         super().__init__()
         self.cfg, self.vocab_size, self.n_classes = cfg, vocab_size, n_classes
         members = []
-        for seed in seeds:
+        for seed, level in zip(seeds, numerics or [0] * len(seeds), strict=True):
             L.seed_everything(seed, verbose=False)  # the init of a run with this seed alone
-            members.append(EncoderClassifier(cfg, vocab_size=vocab_size, n_classes=n_classes))
+            member = EncoderClassifier(cfg, vocab_size=vocab_size, n_classes=n_classes)
+            perturb_ulp(member, level)  # as the run alone: after its init, before training
+            members.append(member)
         params, _ = stack_module_state(members)
         self.names = list(params)
         # Module attribute names cannot hold dots; the order of ``names`` maps them back.
@@ -142,12 +154,18 @@ class LitSeedParallel(L.LightningModule):
         seeds: list[int],
         pad_to: int,
         init_seeds: list[int] | None = None,
+        numerics: list[int] | None = None,
     ) -> None:
-        """``seeds`` key the members' dropout; ``init_seeds`` (default: the same) their init."""
+        """``seeds`` key the members' dropout; ``init_seeds`` (default: the same) their init;
+        ``numerics`` (default: 0 each) their numerics levels (lit_modules/numerics.py)."""
         super().__init__()
         self.optim_cfg, self.max_steps, self.seeds, self.pad_to = optim_cfg, max_steps, list(seeds), pad_to
         self.model = StackedEncoder(
-            model_cfg, vocab_size=vocab_size, n_classes=n_classes, seeds=init_seeds or list(seeds)
+            model_cfg,
+            vocab_size=vocab_size,
+            n_classes=n_classes,
+            seeds=init_seeds or list(seeds),
+            numerics=numerics,
         )
         K = len(seeds)
         self.register_buffer("seed_t", torch.tensor(seeds, dtype=torch.int64), persistent=False)
