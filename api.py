@@ -166,7 +166,7 @@ def reproduce(
 
 def power(run_dir: str | Path, *, storage: str | None = None, **options: Any) -> dict[str, Any]:
     """Seeds each comparison needs (``ablate power``), from a finished study; also power.json.
-    ``options``: ``delta``, ``target`` (power), ``alpha``, ``resamples``, ``max_seeds``."""
+    ``options``: ``delta``, ``target`` (power), ``alpha``, ``max_seeds``."""
     from ablate.sweeps.report.power_table import write_power
 
     return write_power(Path(run_dir), storage=storage, **options)

@@ -19,7 +19,6 @@ OPTION_RANGES: dict[str, Range] = {
     "port": Range(1, 65535),
     "power": Range(0, 1, lo_open=True, hi_open=True),
     "alpha": Range(0, 1, lo_open=True, hi_open=True),
-    "resamples": Range(10, 1_000_000),
     "max_seeds": Range(3, 1000),
     "delta": Range(-1e6, 1e6),
 }

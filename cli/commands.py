@@ -214,7 +214,6 @@ def cmd_power(args: argparse.Namespace) -> int:
         delta=args.delta,
         target=args.power,
         alpha=args.alpha,
-        resamples=args.resamples,
         max_seeds=args.max_seeds,
     )
     print_power(table, run_dir)

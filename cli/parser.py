@@ -195,13 +195,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     db.set_defaults(func=cmd_dashboard)
 
-    pw = sub.add_parser("power", help="seeds each comparison needs, resampled from a finished study")
+    pw = sub.add_parser("power", help="seeds each comparison needs, from a model fitted to a finished study")
     pw.add_argument("run_dir", help="finished sweep run folder (with spec.json)")
-    pw.add_argument("--delta", type=float, help="effect to detect (default: the observed one)")
+    pw.add_argument(
+        "--delta",
+        type=float,
+        help="effect to detect, in the metric's units: the shift the primary test measures "
+        "(default: each pilot's Hodges-Lehmann estimate)",
+    )
     pw.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
-    pw.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
-    pw.add_argument("--resamples", type=int, default=400, help="resamples per seed count (default 400)")
-    pw.add_argument("--max-seeds", type=int, default=50, help="largest seed count tried (default 50)")
+    pw.add_argument(
+        "--alpha", type=float, default=0.05, help="family-wise two-sided level, split by Holm (default 0.05)"
+    )
+    pw.add_argument("--max-seeds", type=int, default=200, help="largest seed count tried (default 200)")
     pw.add_argument(
         "--storage",
         default=os.environ.get(STORAGE_ENV),

@@ -38,7 +38,15 @@ def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
 
 
 def print_summary(summary: dict, run_dir: Path) -> None:
-    from ablate.sweeps.report.text import decimals, fmt_p, holm_line, params_text
+    from ablate.sweeps.report.text import (
+        decimals,
+        decision_p,
+        delta_text,
+        fmt_p,
+        holm_line,
+        params_text,
+        verdict_lines,
+    )
 
     metric, baseline = summary["metric"], summary["baseline"]
     table = Table(title=f"{summary['experiment']}: {metric} over seeds ({escape(str(run_dir))})")
@@ -49,7 +57,7 @@ def print_summary(summary: dict, run_dir: Path) -> None:
         "median [IQR]",
         "IQM",
         "min-max",
-        "Δ [95% CI]",
+        "Δ [CI] (conf.)",
         "test",
         "p",
         "p Holm",
@@ -62,14 +70,7 @@ def print_summary(summary: dict, run_dir: Path) -> None:
     def f(x: float | None, spec: str = f".{d}f") -> str:
         return "-" if x is None else format(x, spec)
 
-    def with_ci(x: float | None, ci: list | None) -> str:
-        return f(x, f"+.{d}f") + (f" [{f(ci[0], f'+.{d}f')}, {f(ci[1], f'+.{d}f')}]" if ci else "")
-
     for name, v in summary["variants"].items():
-        if v.get("paired"):  # the median of the per-seed differences, CI over seeds
-            delta = with_ci(v.get("delta_paired_median"), v.get("ci95_paired"))
-        else:  # the difference of medians
-            delta = with_ci(v["delta_median"], v["ci95"])
         table.add_row(
             name + (" (baseline)" if name == baseline else ""),
             str(v["n"]),
@@ -77,16 +78,19 @@ def print_summary(summary: dict, run_dir: Path) -> None:
             f"{f(v['median'])} [{f(v['q1'])}-{f(v['q3'])}]",
             f(v.get("iqm")),
             f"{f(v['min'])}-{f(v['max'])}",
-            delta,
+            "0" if name == baseline else delta_text(v, d).replace("–", "-"),
             v.get("test") or "-",
-            fmt_p(v["p_value"]).replace("–", "-"),
+            fmt_p(decision_p(v)).replace("–", "-"),
             fmt_p(v.get("p_holm")).replace("–", "-"),
             f(v["p_improve"], ".2f"),
         )
+    for line in verdict_lines(summary):  # the headline first: who wins, by how much
+        console.print(line, markup=False, style="bold")
     out_console.print(table)
     console.print(
-        "Δ: median of per-seed differences for paired variants (test paired-permutation), "
-        "difference of medians otherwise. " + holm_line(summary["variants"], baseline),
+        "Δ: Hodges-Lehmann estimate of the design's primary test (signed-rank on the per-seed "
+        "differences when paired, mann-whitney otherwise); its interval inverts that test, at the "
+        "confidence shown. " + holm_line(summary["variants"], baseline),
         markup=False,
     )
     for name, v in summary["variants"].items():
@@ -127,22 +131,37 @@ def print_search(summary: dict, run_dir: Path) -> None:
 
 
 def print_power(table: dict, run_dir: Path) -> None:
-    """``ablate power``: per variant, the seeds needed for the target power, and the curve."""
+    """``ablate power``: per variant, the seeds needed for the target power, its range, the curve."""
     t = Table(
         title=f"{table['experiment']}: seeds per side for power {table['power']} at alpha {table['alpha']} "
-        f"({table['metric']}, delta {table['delta']})"
+        f"(Holm over {table['comparisons']}: {table['alpha_per_comparison']:.4g} each; "
+        f"{table['metric']}, Δ {table['delta']})"
     )
-    for col in ("variant", "test", "Δ", "pilot seeds", "seeds needed", "power by seeds"):
+    for col in ("variant", "test", "Δ", "σ", "pilot seeds", "seeds needed", "80 % range", "power by seeds"):
         t.add_column(col, justify="left" if col in ("variant", "test", "power by seeds") else "right")
     for name, v in table["variants"].items():
-        needed = str(v["seeds_needed"]) if v["seeds_needed"] is not None else f"> {v['curve'][-1]['seeds']}"
-        curve = "  ".join(f"{p['seeds']}:{p['power']:.2f}" for p in v["curve"])
-        t.add_row(name, v["test"], f"{v['delta']:+.3f}", str(v["pilot_seeds"]), needed, curve)
+        low, high = (str(n) if n is not None else "more" for n in v["seeds_range_80"])
+        curve = "  ".join(f"{p['seeds']}:{p['power']:.2f}" for p in v["curve"]) or (v["note"] or "")
+        t.add_row(
+            name,
+            v["test"],
+            f"{v['delta']:+.4g}",
+            f"{v['sigma']:.3g}",
+            str(v["pilot_seeds"]),
+            power_needed(v),
+            f"{low}–{high}",
+            curve,
+        )
     out_console.print(t)
-    console.print(
-        f"power: {run_dir / 'power.json'} ({table['resamples']} resamples per seed count)", markup=False
-    )
+    console.print(f"model: {table['model']}; power.json: {run_dir / 'power.json'}", markup=False)
     print_folder(run_dir)
+
+
+def power_needed(v: dict) -> str:
+    """The seeds needed as a cell: the number, "more than N", or the reason there is none."""
+    if v["seeds_needed"] is not None:
+        return str(v["seeds_needed"])
+    return "–" if v["note"] else "more than the max"
 
 
 def print_aggregate(agg: dict) -> None:
@@ -156,7 +175,6 @@ def print_aggregate(agg: dict) -> None:
             if "p_improve" in e
             else "-"
         )
-        t.add_row(
-            name, str(e["runs"]), f"{e['iqm']:.3f} [{e['iqm_ci95'][0]:.3f}, {e['iqm_ci95'][1]:.3f}]", pi
-        )
+        ci = f" [{e['iqm_ci95'][0]:.3f}, {e['iqm_ci95'][1]:.3f}]" if "iqm_ci95" in e else " (normaliser)"
+        t.add_row(name, str(e["runs"]), f"{e['iqm']:.3f}{ci}", pi)
     out_console.print(t)

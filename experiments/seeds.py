@@ -26,10 +26,10 @@ class AdaptiveSeeds:
     ``step`` seeds to every variant whose comparison with the baseline is still undecided (and to
     the baseline, so that they stay paired) until each is decided or has ``max`` seeds.
 
-    ``stop: separated`` decides a comparison when the CI of its Δ excludes 0, ``ci_width`` when
-    the CI is narrower than ``width``. The CI of every look is taken at level 1 - 0.05 / looks
-    (Bonferroni over the possible looks), so peeking after each round keeps the error rate of
-    "separated" at 5 % or less.
+    ``stop: separated`` decides a comparison when its exact p, times the looks the schedule
+    allows and Holm-adjusted over the comparisons, is <= 0.05; ``ci_width`` when its interval
+    (at 1 - 0.05 / looks) is narrower than ``width`` (sweeps/run/adaptive.py says why this keeps
+    the false-positive rate at 5 %).
     """
 
     min: int
@@ -43,8 +43,8 @@ class AdaptiveSeeds:
         return 1 + -(-(self.max - self.min) // self.step)  # ceil: the last round may be shorter
 
     @property
-    def level(self) -> float:
-        return 1 - 0.05 / self.looks
+    def alpha_per_look(self) -> float:
+        return 0.05 / self.looks
 
     def to_dict(self) -> dict[str, Any]:
         return {"min": self.min, "max": self.max, "step": self.step, "stop": self.stop, "width": self.width}

@@ -43,6 +43,8 @@ from typing import Any
 import yaml
 
 from ablate.sweeps.run.lr_check import SHARED
+from ablate.sweeps.stats.rows import CellRow
+from ablate.sweeps.stats.summary import summarize
 from docs._gen.tuned_rows import (
     LR_LABEL,
     TUNED_LABEL,
@@ -65,7 +67,7 @@ DEFAULT_PRESET = "remove-pe-single-head"
 ALL = "all"  # --preset all: every preset of experiments/presets/
 
 MINUS = "\u2212"  # the README's minus sign
-HEADER = "| data set (steps) | variant | median [IQR] | IQM | min–max | Δ [95 % CI] | p | p Holm | p MWU | P(improve) |"
+HEADER = "| data set (steps) | variant | median [IQR] | IQM | min–max | Δ [CI] (confidence) | p | p Holm | P(improve) |"
 # data.task, or for task "text" the last part of data.source -> the name the README uses.
 DATASET_LABELS = {"order": "order-only", "lookup": "multi-lookup", "listops": "ListOps", "sst2": "SST-2"}
 BLOCK = re.compile(r"(<!-- table:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /table -->)", re.DOTALL)
@@ -169,23 +171,25 @@ def header(extra: list[str]) -> list[str]:
 
 
 def variant_cells(label: str, v: dict[str, Any], *, is_baseline: bool) -> list[str]:
-    """variant | median [IQR] | IQM | min–max | Δ [95 % CI] | p | p Holm | p MWU | P(improve).
+    """variant | median [IQR] | IQM | min–max | Δ [CI] (confidence) | p | p Holm | P(improve).
 
-    Δ is the median of the per-seed differences with its CI when the variant is paired with the
-    baseline, else the difference of medians; p is the exact test of that design (``test``).
+    Δ, its interval and p are the primary test of the design (``test``): the Hodges-Lehmann
+    estimate and the interval that inverts the test, at its achieved confidence.
     """
     if v["median"] is None:  # no complete cell
         spread = ["–", "–", "–"]
     else:
         spread = [spread_text(v), number(v.get("iqm")), f"{number(v['min'])}–{number(v['max'])}"]
     if is_baseline:
-        return [label, *spread, "", "", "", "", ""]
-    paired = bool(v.get("paired"))
-    d, ci = (v["delta_paired_median"], v["ci95_paired"]) if paired else (v["delta_median"], v["ci95"])
-    delta = signed(d) + (f" [{signed(ci[0])}, {signed(ci[1])}]" if ci else "")
+        return [label, *spread, "", "", "", ""]
+    ci = v.get("ci")
+    if ci:
+        delta = f"{signed(v['delta'])} [{signed(ci[0])}, {signed(ci[1])}] ({100 * v['ci_confidence']:.1f} %)"
+    else:
+        delta = signed(v.get("delta")) + (" (no interval at these seeds)" if v.get("test") else "")
     improve = "–" if v["p_improve"] is None else f"{v['p_improve']:.2f}"
-    p_mwu = v.get("p_mwu", v["p_value"])
-    return [label, *spread, delta, p_text(v["p_value"]), p_text(v.get("p_holm")), p_text(p_mwu), improve]
+    p = v["p_seq"] if v.get("p_seq") is not None else v.get("p_value")
+    return [label, *spread, delta, p_text(p), p_text(v.get("p_holm")), improve]
 
 
 def summary_rows(first: str, summary: dict[str, Any], extra: list[str]) -> list[str]:
@@ -326,7 +330,37 @@ def read_run(paths: Paths, name: str, *, need_rows: bool, missing: Callable[[lis
     summary, spec = (json.loads(p.read_text()) for p in paths[:2])
     if summary.get("experiment") != name:
         raise TableError(f"{paths[0]} is the summary of {summary.get('experiment')!r}, not of {name!r}")
-    return Run(summary, spec, read_results_csv(paths[2]) if paths[2].is_file() else None)
+    if not paths[2].is_file():  # committed without its cells: the statistics as they were written
+        return Run(summary, spec)
+    rows = read_results_csv(paths[2])
+    return Run(restat(summary, spec, rows), spec, rows)
+
+
+def restat(summary: dict[str, Any], spec: dict[str, Any], rows: list[CellRow]) -> dict[str, Any]:
+    """The summary with its statistics computed again from the run's cells by today's code
+    (sweeps/stats/summary.py), so that a table shows the same tests, intervals and verdicts as
+    a report written now; provenance, versions and the rest stay as the run wrote them."""
+    adaptive = spec.get("adaptive")
+    looks = 1 + -(-(adaptive["max"] - adaptive["min"]) // adaptive["step"]) if adaptive else 1
+
+    def stats(metric: str) -> dict[str, Any]:
+        return summarize(
+            rows,
+            experiment=summary["experiment"],
+            metric=metric,
+            direction=spec["direction"],
+            baseline=summary["baseline"],
+            variants=list(spec["variants"]),
+            seeds=spec["seeds"],
+            overrides=spec["variants"],
+            looks=looks,
+        )
+
+    fresh = stats(spec["metric"])
+    out = {**summary, **{k: fresh[k] for k in ("cells", "variants", "methods")}}
+    if spec.get("extra_metrics"):
+        out["extra_metrics"] = {m: stats(m)["variants"] for m in spec["extra_metrics"]}
+    return out
 
 
 def read_experiment(

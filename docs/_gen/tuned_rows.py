@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 
 from ablate.sweeps.run.lr_check import SHARED, lr_run_name
-from ablate.sweeps.stats.exact import holm
 from ablate.sweeps.stats.rows import CellRow
-from ablate.sweeps.stats.summary import Cell, collect, pairing, variant_stats
+from ablate.sweeps.stats.summary import Cell, adjust, collect, pairing, variant_stats
 
 SELECT_METRIC = "val/acc"  # what chooses a variant's factor (validation only)
 LR_LABEL, TUNED_LABEL = "per-variant lr", "tuned by ablate search"  # first column of their rows
@@ -158,9 +157,7 @@ def per_variant_lr(
             )
         st["n_diverged"] = sum(d for _, _, d in mine)
         stats[v] = st
-    others = [v for v in variants if v != baseline]
-    for v, p in zip(others, holm([stats[v]["p_value"] for v in others]), strict=True):
-        stats[v]["p_holm"] = p
+    adjust(stats, baseline)  # p_holm and min_seeds over these comparisons
     label = {v: v if chosen[v] is None else f"{v} ({factor_label(chosen[v])})" for v in variants}
     return {
         "factors": chosen,

@@ -16,6 +16,7 @@ from typing import Any
 
 from ablate.experiments.config import TrainConfig
 from ablate.experiments.spec import ExperimentSpec
+from ablate.sweeps.report.text import verdict_lines
 from ablate.sweeps.stats.rows import INTERVAL_KEYS, VARIANT_KEYS
 
 
@@ -86,6 +87,7 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
         name=f"{spec.name}-summary",
         config=spec.to_dict(),
         tags=[spec.name, "summary", *spec.tags],
+        notes="\n".join(verdict_lines(summary)),  # the headline, shown on the run's overview
         dir=str(run_dir),
         mode=wandb_mode(),
     )
@@ -96,6 +98,7 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
         {"cells_total": summary["cells"]["total"], "cells_complete": summary["cells"]["complete"]}
     )
     run.summary.update(summary_scalars(summary))
+    run.summary.update({f"{name}/verdict": text for name, text in (summary.get("verdicts") or {}).items()})
     run_id = run.id
     run.finish()
     return run_id
@@ -119,23 +122,23 @@ def table_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
 def summary_scalars(summary: dict[str, Any]) -> dict[str, float | int | None]:
     """``<variant>/<statistic>`` scalars of the summary, where W&B's run table and charts read them.
 
-    Δ and its CI are the report's: the median of per-seed differences when the variant is paired
-    with the baseline, else the difference of medians; p is the exact test of that design.
+    Δ, its interval (``ci_lo``, ``ci_hi``, at ``ci_confidence``) and p are the report's: the
+    primary test of the design and its inversion; p is p_seq under adaptive seeds.
     """
     out: dict[str, float | int | None] = {}
     for name, v in summary["variants"].items():
-        paired = bool(v.get("paired"))
-        ci = (v.get("ci95_paired") if paired else v.get("ci95")) or [None, None]
+        ci = v.get("ci") or [None, None]
         stats = {
             "n": v["n"],
             "median": v["median"],
             "q1": v["q1"],
             "q3": v["q3"],
             "iqm": v.get("iqm"),
-            "delta": v.get("delta_paired_median") if paired else v.get("delta_median"),
-            "ci95_lo": ci[0],
-            "ci95_hi": ci[1],
-            "p": v.get("p_value"),
+            "delta": v.get("delta"),
+            "ci_lo": ci[0],
+            "ci_hi": ci[1],
+            "ci_confidence": v.get("ci_confidence"),
+            "p": v["p_seq"] if v.get("p_seq") is not None else v.get("p_value"),
             "p_holm": v.get("p_holm"),
             "p_improve": v.get("p_improve"),
         }

@@ -116,7 +116,7 @@ def medians_table(summary: dict[str, Any]) -> str:
     """The per-variant statistics as a markdown table: the summary run's scalars, so the text
     and the runs table agree (Δ, CI and p are paired where the design is)."""
     scalars = wandb_glue.summary_scalars(summary)
-    cols = ("n", "median", "q1", "q3", "delta", "ci95_lo", "ci95_hi", "p", "p_holm")
+    cols = ("n", "median", "q1", "q3", "delta", "ci_lo", "ci_hi", "ci_confidence", "p", "p_holm")
 
     def cell(v: str, k: str) -> str:
         x = scalars.get(f"{v}/{k}")

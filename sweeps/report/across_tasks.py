@@ -55,7 +55,9 @@ def markdown(agg: dict[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     for v, e in agg["variants"].items():
-        iqm = f"{e['iqm']:.3f} [{e['iqm_ci95'][0]:.3f}, {e['iqm_ci95'][1]:.3f}]"
+        iqm = f"{e['iqm']:.3f}" + (
+            f" [{e['iqm_ci95'][0]:.3f}, {e['iqm_ci95'][1]:.3f}]" if "iqm_ci95" in e else " (the normaliser)"
+        )
         pi = (
             f"{e['p_improve']:.2f} [{e['p_improve_ci95'][0]:.2f}, {e['p_improve_ci95'][1]:.2f}]"
             if "p_improve" in e

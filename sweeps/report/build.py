@@ -18,8 +18,13 @@ from ablate.sweeps.ledger.run_folder import open_run
 from ablate.sweeps.ledger.study_views import name_objective, publish_report
 from ablate.sweeps.report.files import plot_metric, write_report
 from ablate.sweeps.report.provenance import provenance, versions
+from ablate.sweeps.report.text import verdict
+from ablate.sweeps.stats.power import Pilot, fit, seeds_to_detect
 from ablate.sweeps.stats.rows import CellRow
-from ablate.sweeps.stats.summary import Cell, collect, summarize, variance_components
+from ablate.sweeps.stats.summary import Cell, collect, pairing, summarize, variance_components
+
+# The most seeds the headline's "about M seeds would detect Δ" looks at.
+DETECT_MAX_SEEDS = 50
 
 
 def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, Any]:
@@ -36,6 +41,7 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
             variants=list(spec.variants),
             seeds=spec.all_seeds(),
             overrides=spec.variants,  # pairing: a variant that changes the data is compared unpaired
+            looks=spec.adaptive.looks if spec.adaptive else 1,
         )
 
     summary = stats(spec.metric)
@@ -45,18 +51,20 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
     if spec.tuned:
         summary["tuned"] = spec.tuned  # each variant's parameters from `ablate search`
     if spec.seed_factors:
-        a, b = spec.seed_factors["init"], spec.seed_factors["data_order"]
+        f = spec.seed_factors
+        a, b, c = f["init"], f["data_order"], f.get("numerics", 1)
         cells = spec_cells(spec, rows)
         summary["seed_factors"] = spec.seed_factors
-        summary["variance"] = {v: variance_components(c, a, b) for v, c in cells.items()}
+        summary["variance"] = {v: variance_components(cs, a, b, c) for v, cs in cells.items()}
     if spec.adaptive is not None:
         summary["adaptive"] = {
             **spec.adaptive.to_dict(),
-            "level": spec.adaptive.level,
+            "alpha_per_look": spec.adaptive.alpha_per_look,
             "looks": spec.adaptive.looks,
         }
         summary["rounds"] = store.study.user_attrs.get("rounds", [])
         summary["stop_reason"] = store.study.user_attrs.get("stop_reason")
+    summary["verdicts"] = verdicts(spec, rows, summary)
     summary["provenance"] = provenance()  # the code's git commit and the package versions
     if plugins := spec.plugin_records():  # each plugin's module, file, source hash and version
         summary["provenance"]["plugins"] = plugins
@@ -77,3 +85,40 @@ def rewrite_report(run_dir: Path, storage: str | None = None) -> dict[str, Any]:
 def spec_cells(spec: ExperimentSpec, rows: Sequence[CellRow]) -> dict[str, list[Cell]]:
     """``collect``'s per-variant cells of a study's rows, on the spec's metric."""
     return collect(rows, metric=spec.metric, direction=spec.direction, variants=list(spec.variants))[0]
+
+
+def pilots(spec: ExperimentSpec, rows: list[CellRow]) -> list[Pilot]:
+    """One Pilot per variant with two or more complete cells on both sides, as the report pairs them."""
+    cells = spec_cells(spec, rows)
+    base = {s: v for s, v, _ in cells[spec.baseline]}
+    out = []
+    for name in spec.variants:
+        if name == spec.baseline or not cells[name] or not base:
+            continue
+        paired, _ = pairing(name, cells[name], spec.baseline, cells[spec.baseline], spec.variants[name])
+        values = [v for _, v, _ in cells[name]]
+        against = [base[s] for s, _, _ in cells[name]] if paired else list(base.values())
+        if (pilot := fit(name, values, against, paired)) is not None:
+            out.append(pilot)
+    return out
+
+
+def verdicts(spec: ExperimentSpec, rows: list[CellRow], summary: dict[str, Any]) -> dict[str, str]:
+    """The headline sentence of every comparison (text.verdict). An undecided comparison whose
+    seeds could decide gets the seeds that would detect its Δ with power 0.8 (Holm-safe:
+    alpha / (k looks)), from a model fitted to these seeds (sweeps/stats/power.py)."""
+    found = {p.variant: p for p in pilots(spec, rows)}
+    methods = summary["methods"]
+    alpha, looks, k = methods["alpha"], methods["looks"], methods["multiple_comparisons"]["k"]
+    held = alpha / (max(1, k) * looks)  # the smallest p's Holm bound, per look
+    out = {}
+    for name, v in summary["variants"].items():
+        if name == spec.baseline:
+            continue
+        detect, searched = None, None
+        p_holm, min_seeds = v.get("p_holm"), v.get("min_seeds") or 0
+        if name in found and p_holm is not None and p_holm > alpha and v["n"] >= min_seeds:
+            detect = seeds_to_detect(found[name], alpha=held, max_seeds=DETECT_MAX_SEEDS)
+            searched = DETECT_MAX_SEEDS
+        out[name] = verdict(name, summary, detect, searched=searched)
+    return out

@@ -33,6 +33,7 @@ from ablate.sweeps.report.text import (
     read_design,
     row_cells,
     status_line,
+    verdict_lines,
 )
 from ablate.sweeps.stats.rows import CELL_COLUMNS, CellRow
 from ablate.sweeps.stats.summary import collect
@@ -102,6 +103,8 @@ def _markdown(
     base, d = summary["baseline"], decimals(summary["metric"])
     lines = [
         f"# {summary['experiment']}: {summary['metric']} ({summary['direction']})",
+        "",
+        *(f"- **{line}**" for line in verdict_lines(summary)),
         "",
         status_line(summary),
         "",
@@ -192,6 +195,7 @@ def _html(
 ) -> str:
     esc = html.escape
     body = [f"<h1>{esc(summary['experiment'])}: {esc(summary['metric'])} ({esc(summary['direction'])})</h1>"]
+    body += [f"<p class='verdict'><strong>{esc(line)}</strong></p>" for line in verdict_lines(summary)]
     cls = "warn" if summary["cells"]["missing"] else "small"
     body.append(f"<p class='{cls}'>{esc(status_line(summary))}</p>")
     base, d = summary["baseline"], decimals(summary["metric"])

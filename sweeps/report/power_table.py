@@ -9,40 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ablate.errors import ConfigError
 from ablate.experiments.io import write_json
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.ledger.cells import CellStore, collect_rows
 from ablate.sweeps.ledger.run_folder import open_run
-from ablate.sweeps.report.build import spec_cells
-from ablate.sweeps.stats.power import Comparison, seeds_needed
-from ablate.sweeps.stats.rows import CellRow
-from ablate.sweeps.stats.summary import pairing
-
-
-def comparisons(spec: ExperimentSpec, rows: list[CellRow], delta: float | None = None) -> list[Comparison]:
-    """One Comparison per variant with complete cells on both sides, as the report pairs them."""
-    cells = spec_cells(spec, rows)
-    base = {s: v for s, v, _ in cells[spec.baseline]}
-    out = []
-    for name in spec.variants:
-        if name == spec.baseline or not cells[name] or not base:
-            continue
-        paired, _ = pairing(name, cells[name], spec.baseline, cells[spec.baseline], spec.variants[name])
-        values = np.array([v for _, v, _ in cells[name]])
-        if paired:
-            d = values - np.array([base[s] for s, _, _ in cells[name]])
-            observed = float(np.median(d))
-            target = observed if delta is None else delta
-            out.append(Comparison(name, True, target, d - observed + target, np.empty(0)))
-        else:
-            y = np.array(list(base.values()))
-            observed = float(np.median(values) - np.median(y))
-            target = observed if delta is None else delta
-            out.append(Comparison(name, False, target, values - observed + target, y))
-    return out
+from ablate.sweeps.report.build import pilots
+from ablate.sweeps.stats.power import MAX_SEEDS, answer
 
 
 def power_table(
@@ -52,28 +25,34 @@ def power_table(
     delta: float | None,
     target: float,
     alpha: float,
-    resamples: int,
     max_seeds: int,
 ) -> dict[str, Any]:
-    """What ``ablate power`` prints and writes to power.json."""
-    rows = collect_rows(store)
+    """What ``ablate power`` prints and writes to power.json. Each comparison is held to
+    alpha / k (k comparisons: Holm's bound for the smallest p), so the answer is Holm-safe."""
+    found = pilots(spec, collect_rows(store))
+    k = max(1, len(found))
     out: dict[str, Any] = {
         "experiment": spec.name,
         "metric": spec.metric,
         "power": target,
         "alpha": alpha,
-        "resamples": resamples,
-        "delta": "observed" if delta is None else delta,
+        "comparisons": k,
+        "alpha_per_comparison": alpha / k,
+        "delta": "each pilot's estimate" if delta is None else delta,
+        "model": "location shift with normal noise, σ median-unbiased from the pilot (sweeps/stats/power.py)",
         "variants": {},
     }
-    for c in comparisons(spec, rows, delta):
-        n, curve = seeds_needed(c, target=target, alpha=alpha, resamples=resamples, max_seeds=max_seeds)
-        out["variants"][c.variant] = {
-            "test": "paired-permutation" if c.paired else "mwu-exact",
-            "delta": c.delta,
-            "pilot_seeds": int(c.x.size),
-            "seeds_needed": n,
-            "curve": [{"seeds": k, "power": p} for k, p in curve],
+    for pilot in found:
+        a = answer(pilot, delta=delta, target=target, alpha=alpha / k, max_seeds=max_seeds)
+        out["variants"][pilot.variant] = {
+            "test": "signed-rank" if pilot.paired else "mann-whitney",
+            "delta": a.delta,
+            "sigma": a.sigma,
+            "pilot_seeds": pilot.n,
+            "seeds_needed": a.seeds,
+            "seeds_range_80": list(a.seeds_range),
+            "curve": [{"seeds": m, "power": p} for m, p in a.curve],
+            "note": a.note,
         }
     return out
 
@@ -85,17 +64,14 @@ def write_power(
     delta: float | None = None,
     target: float = 0.8,
     alpha: float = 0.05,
-    resamples: int = 400,
-    max_seeds: int = 50,
+    max_seeds: int = MAX_SEEDS,
 ) -> dict[str, Any]:
     """``ablate power RUN_DIR``: the table of a finished run folder, also written to power.json."""
     spec, store = open_run(run_dir, storage)
-    table = power_table(
-        spec, store, delta=delta, target=target, alpha=alpha, resamples=resamples, max_seeds=max_seeds
-    )
+    table = power_table(spec, store, delta=delta, target=target, alpha=alpha, max_seeds=max_seeds)
     if not table["variants"]:
         raise ConfigError(
-            f"{run_dir}: no variant has complete cells beside the baseline's; nothing to estimate"
+            f"{run_dir}: no variant has two or more complete cells beside the baseline's; nothing to estimate"
         )
     write_json(run_dir / "power.json", table)
     return table

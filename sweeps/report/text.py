@@ -68,33 +68,42 @@ def _ci(ci: list[float | None] | None, d: int, sign: str = "") -> str:
     return "" if ci is None else f" [{fmt(ci[0], f'{sign}.{d}f')}, {fmt(ci[1], f'{sign}.{d}f')}]"
 
 
+def conf_text(confidence: float | None) -> str:
+    """An achieved confidence as the reports print it: ``93.8 %``, ``96.9 %``."""
+    return "–" if confidence is None else f"{100 * confidence:.1f} %"
+
+
+def decision_p(v: dict[str, Any]) -> float | None:
+    """The p the interval inverts: p_seq under adaptive seeds (L looks), else the exact p."""
+    return v["p_seq"] if v.get("p_seq") is not None else v.get("p_value")
+
+
+def delta_text(v: dict[str, Any], d: int) -> str:
+    """``+0.012 [+0.003, +0.020] (96.9 %)``: Δ, the interval that inverts the test and its
+    achieved confidence; ``+0.012 (no interval at these seeds)`` when the seeds cannot reach it
+    (the verdict says how many could decide)."""
+    s = f"+.{d}f"
+    if v.get("ci") is None:
+        return fmt(v.get("delta"), s) + (" (no interval at these seeds)" if v.get("test") else "")
+    return fmt(v["delta"], s) + _ci(v["ci"], d, "+") + f" ({conf_text(v.get('ci_confidence'))})"
+
+
 def row_cells(name: str, v: dict[str, Any], baseline: str, d: int = 3) -> list[str]:
     """One table row; ``d`` = decimals of the metric's values (see ``decimals``)."""
-    f, s = f".{d}f", f"+.{d}f"
+    f = f".{d}f"
     std = f" ± {fmt(v['std'], f)}" if v["std"] is not None else ""
-    if name == baseline:
-        delta, paired = "0 (baseline)", ""
-    else:
-        delta = fmt(v["delta_median"], s) + _ci(v["ci95"], d, "+")
-        paired = (
-            fmt(v.get("delta_paired_median"), s) + _ci(v.get("ci95_paired"), d, "+")
-            if v.get("paired")
-            else "–"
-        )
     return [
         name,
         str(v["n"]),
         str(v["n_diverged"]),
         f"{fmt(v['median'], f)} [{fmt(v['q1'], f)}, {fmt(v['q3'], f)}]",
-        fmt(v.get("iqm"), f) + _ci(v.get("iqm_ci95"), d),
+        fmt(v.get("iqm"), f) + _ci(v.get("iqm_ci"), d),
         f"{fmt(v['min'], f)}–{fmt(v['max'], f)}",
         f"{fmt(v['mean'], f)}{std}",
-        delta,
-        paired,
+        "0 (baseline)" if name == baseline else delta_text(v, d),
         v.get("test") or "–",
-        fmt_p(v["p_value"]),
+        fmt_p(decision_p(v)),
         fmt_p(v.get("p_holm")),
-        fmt_p(v.get("p_mwu")),
         fmt(v["p_improve"], ".2f"),
     ]
 
@@ -107,12 +116,10 @@ HEADER = [
     "IQM [95% CI]",
     "min–max",
     "mean ± std",
-    "Δ median [95% CI]",
-    "Δ paired [95% CI]",
+    "Δ [CI] (confidence)",
     "test",
     "p",
     "p Holm",
-    "p MWU",
     "P(improve)",
 ]
 
@@ -127,26 +134,76 @@ def status_line(summary: dict[str, Any]) -> str:
 
 
 NOTES = (
-    "Median over seeds with IQR; IQM: interquartile mean (trim 25 % each end) with a percentile "
-    "bootstrap 95% CI over seeds; Δ median: difference of medians vs the baseline with a percentile "
-    "bootstrap 95% CI (samples resampled independently); Δ paired: median of the per-seed differences "
-    "with a bootstrap CI over seeds (paired variants only). "
-    "p: the exact two-sided permutation test named in 'test': paired-permutation = sign flips of the "
-    "per-seed differences, used when the baseline has a complete value for every seed of the variant "
-    "(it cannot go below 2/2^n: 0.0625 at 5 seeds); mwu-exact = Mann-Whitney U with ties, otherwise. "
-    "p MWU: the unpaired exact test, shown for every variant. "
-    "P(improve): P(variant better than baseline) + ½ P(tie). "
-    "Diverged seeds are included (a diverged NaN counts as the worst value)."
+    "Median over seeds with IQR; IQM: interquartile mean (trim 25 % each end) with Yuen's 95% "
+    "interval. Δ, its interval and p come from one test, the primary test of the design named "
+    "in 'test': signed-rank = Wilcoxon on the per-seed differences (the variant shares every seed "
+    "with the baseline), Δ their Hodges-Lehmann centre; mann-whitney otherwise, Δ the "
+    "Hodges-Lehmann shift. The interval is that test inverted, so it excludes 0 exactly when "
+    "p <= 0.05 (p is p_seq under adaptive seeds, and the intervals are wider); its confidence is the achieved one (the test is discrete: 93.8 % is the most 5 "
+    "paired seeds allow, so they get no interval). Ties count against rejection. p Holm: "
+    "adjusted over the comparisons with the baseline; it decides. "
+    "P(improve): P(variant better than baseline) + ½ P(tie), over the per-seed differences when "
+    "paired. Diverged seeds are included (a diverged NaN counts as the worst value). "
+    "results.csv and summary.json also keep the difference of medians and the Mann-Whitney p "
+    "(descriptive, not a decision)."
 )
 
 
 def holm_line(variants: dict[str, dict[str, Any]], baseline: str) -> str:
-    """The one line that says p Holm is adjusted, across how many comparisons, and which p leads."""
+    """The one line that says p Holm is adjusted, across how many comparisons, and that it decides."""
     k = sum(v.get("p_value") is not None for n, v in variants.items() if n != baseline)
     return (
-        f"p Holm: p Holm-adjusted across the k = {k} comparisons with the baseline. "
-        "p (the exact test of the design, named in 'test') leads."
+        f"p Holm: p Holm-adjusted across the k = {k} comparisons with the baseline; p Holm <= 0.05 decides."
     )
+
+
+def verdict(
+    name: str, summary: dict[str, Any], detect: int | None = None, *, searched: int | None = None
+) -> str:
+    """One sentence for one comparison, from the primary test and its interval.
+
+    ``detect``: the seeds that would detect this Δ with power 0.8 (sweeps/stats/power.py
+    ``seeds_to_detect``), shown when the comparison is undecided although its seeds could
+    decide; ``searched``: the most seeds that search looked at (None: not searched)."""
+    v, base = summary["variants"][name], summary["baseline"]
+    d = decimals(summary["metric"])
+    where = f"{summary['experiment']} ({summary['metric']})"
+    if v.get("test") is None:
+        return f"{name}: no comparison with {base} on {where} ({v.get('pairing') or 'no complete values'})."
+    n, alpha = v["n"], (summary.get("methods") or {}).get("alpha", 0.05)
+    seq = "p_seq" if v.get("p_seq") is not None else "p"
+    p = f"{seq} = {fmt_p(decision_p(v))}, p Holm = {fmt_p(v.get('p_holm'))}"
+    if v.get("p_holm") is not None and v["p_holm"] <= alpha:
+        better = (v["delta"] > 0) == (summary["direction"] == "maximize")
+        text = (
+            f"{name} is {'better' if better else 'worse'} than {base} on {where}: "
+            f"Δ {delta_text(v, d)}, {p}, {n} seeds."
+        )
+        a = summary.get("adaptive")
+        if a and n < a["max"]:
+            text += f" It stopped early ({n} of at most {a['max']} seeds): |Δ| is likely overstated."
+        return text
+    text = f"{name}: not distinguishable from {base} on {where} at {n} seeds (Δ {delta_text(v, d)}, {p})"
+    if v.get("min_seeds") and n < v["min_seeds"]:
+        return text + f"; these seeds cannot reach p Holm <= {alpha}: that needs at least {v['min_seeds']}."
+    if v["delta"] == 0:
+        return text + "."
+    if detect is not None:
+        return text + f"; about {detect} seeds would detect Δ {fmt(v['delta'], f'+.{d}f')} (power 0.8)."
+    if searched is not None:
+        return (
+            text + f"; more than {searched} seeds would be needed to detect Δ {fmt(v['delta'], f'+.{d}f')}."
+        )
+    return text + "."
+
+
+def verdict_lines(summary: dict[str, Any]) -> list[str]:
+    """The report's headline: the stored sentences (report.build) or, for a summary without
+    them, each comparison's sentence without the seeds-to-detect estimate."""
+    stored = summary.get("verdicts")
+    if stored:
+        return list(stored.values())
+    return [verdict(n, summary) for n in summary["variants"] if n != summary["baseline"]]
 
 
 def pairing_lines(variants: dict[str, dict[str, Any]], baseline: str) -> list[str]:
@@ -189,23 +246,51 @@ def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[s
 
 
 def variance_lines(summary: dict[str, Any]) -> list[str]:
-    """seed_factors: each variant's seed variance split into init, data order and residual."""
+    """seed_factors: each variant's seed variance split into init, data order[, numerics and
+    their interactions] and residual, each share with its interval (``init 12% [0%, 80%]``); a
+    component whose ANOVA estimate was negative says so (``(clipped)``), and an interval that
+    covered less than its level in simulation (sweeps/stats/variance.py MEASURED_COVERAGE)
+    carries the coverage measured."""
     f = summary.get("seed_factors")
     if not f:
         return []
+    numerics = f" x {f['numerics']} numerics levels" if f.get("numerics") else ""
+    model = (
+        "three-way random effects, one run per cell; dropout, keyed by (init, order), is in init x data "
+        "order; residual = the three-way interaction"
+        if numerics
+        else "two-way random effects; residual = dropout, numerics and their interaction"
+    )
     lines = [
-        f"Seed factors: {f['init']} init seeds x {f['data_order']} data orders, crossed (two-way "
-        "random effects; residual = dropout, numerics and their interaction):"
+        f"Seed factors: {f['init']} init seeds x {f['data_order']} data orders{numerics}, crossed ({model}):"
     ]
-    for name, v in summary.get("variance", {}).items():
+    variance = summary.get("variance", {})
+    level = next((v["level"] for v in variance.values() if v.get("level")), None)
+    if level is not None:
+        lines.append(
+            f'each share with its {level:.0%} interval (generalized pivotal quantities); "clipped": the '
+            "ANOVA estimate was below 0 and is shown as 0."
+        )
+
+    def share(component: str, v: dict[str, Any]) -> str:
+        label = component.replace("_", " ").replace(":", " x ")
+        if v["share"][component] is None:
+            return f"{label} -"
+        text = f"{label} {v['share'][component]:.0%}"
+        text += " (clipped)" if (v.get("clipped") or {}).get(component) else ""
+        ci = ((v.get("ci") or {}).get(component) or {}).get("share")
+        if ci is None:
+            return text
+        covered = (v.get("coverage") or {}).get(component)
+        low = covered is not None and covered < v["level"] - 0.01
+        note = f"; covered {covered:.0%} in simulation" if low else ""
+        return f"{text} [{ci[0]:.0%}, {ci[1]:.0%}{note}]"
+
+    for name, v in variance.items():
         if not v.get("complete"):
             lines.append(f"{name}: incomplete grid, no decomposition.")
             continue
-        parts = ", ".join(
-            f"{k.replace('_', ' ')} {v['share'][k]:.0%}" if v["share"][k] is not None else f"{k} -"
-            for k in ("init", "data_order", "residual")
-        )
-        lines.append(f"{name}: sd {v['sd_total']:.4f}; {parts}.")
+        lines.append(f"{name}: sd {v['sd_total']:.4f}; {', '.join(share(k, v) for k in v['share'])}.")
     return lines
 
 
@@ -214,15 +299,22 @@ def adaptive_lines(summary: dict[str, Any]) -> list[str]:
     a = summary.get("adaptive")
     if not a:
         return []
+    looks = a["looks"]
     rule = (
-        "the CI of Δ excludes 0" if a["stop"] == "separated" else f"the CI of Δ is narrower than {a['width']}"
+        f"p Holm <= 0.05, with p = p_seq = min(1, {looks} x the exact p) (Bonferroni over the {looks} looks)"
+        if a["stop"] == "separated"
+        else f"its interval (at {1 - a['alpha_per_look']:.4f}) is narrower than {a['width']}"
     )
     lines = [
         f"Adaptive seeds: {a['min']} to {a['max']} per variant in steps of {a['step']}; a comparison is "
-        f"decided when {rule}, at CI level {a['level']:.4f} (0.05 split over {a['looks']} looks)."
+        f"decided when {rule}; every interval is at level 1 - 0.05 / {looks}."
     ]
     for i, r in enumerate(summary.get("rounds") or [], 1):
         seeds = ", ".join(f"{v} {n}" for v, n in r["seeds"].items())
         lines.append(f"Round {i}: seeds {seeds}; undecided: {', '.join(r['undecided']) or 'none'}.")
     lines.append(f"Stopped: {summary.get('stop_reason') or 'not yet (rerun the sweep to go on)'}.")
+    if a["stop"] == "separated":
+        lines.append(
+            "A comparison that stopped early has a Δ biased away from 0 (it stopped because it looked large)."
+        )
     return lines

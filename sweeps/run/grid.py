@@ -23,6 +23,8 @@ from ablate.sweeps.report.build import report
 from ablate.sweeps.run.launcher import Launcher
 from ablate.sweeps.run.loop import console, prepare_run, run_workers
 from ablate.sweeps.run.outcome import Outcome, grid_outcome
+from ablate.sweeps.stats.inference import ALPHA, seeds_to_reject
+from ablate.sweeps.stats.summary import SEED_NEUTRAL_DATA_KEYS
 
 
 @dataclasses.dataclass
@@ -36,6 +38,34 @@ class Grid:
     opened: tuple[int, int] | None  # the study file's identity when opened (file_lost)
 
 
+def reach_warning(spec: ExperimentSpec) -> str | None:
+    """One line, before anything runs, when some comparison of ``spec`` cannot reach p Holm <=
+    0.05 with its seeds (the primary test's smallest p at these seeds, held to alpha / (k looks)),
+    with the seeds it would need; None when every comparison can."""
+    others = [v for v in spec.variants if v != spec.baseline]
+    if not others:
+        return None
+    looks = spec.adaptive.looks if spec.adaptive else 1
+    n = spec.adaptive.max if spec.adaptive else len(spec.seeds)
+    level = ALPHA / (len(others) * looks)
+    short = {}
+    for name in others:
+        paired = not any(
+            k.startswith("data.") and k not in SEED_NEUTRAL_DATA_KEYS for k in spec.variants[name]
+        )
+        if (need := seeds_to_reject(paired, level)) > n:
+            short[name] = need
+    if not short:
+        return None
+    need = max(short.values())
+    where = f"{len(others)} comparison{'s' * (len(others) > 1)}" + (f" x {looks} looks" if looks > 1 else "")
+    return (
+        f"{spec.name}: {n} seeds per variant cannot reach p Holm <= {ALPHA} for {', '.join(short)} "
+        f"({where}); the primary test needs at least {need} (seeds: {need}); "
+        "running anyway, the report will say 'not distinguishable'."
+    )
+
+
 def _open(
     spec: ExperimentSpec,
     run_dir: Path,
@@ -45,6 +75,8 @@ def _open(
     retry_failed: bool,
 ) -> Grid:
     """Check and claim the run folder, open (or create) the study, and forgive failed cells if asked."""
+    if warning := reach_warning(spec):
+        console.print(warning, markup=False, style="yellow")
     url = prepare_run(run_dir, storage, workers)
     with new_output_folder(run_dir):
         check_run_folder(run_dir, "sweep", spec.name)
@@ -121,7 +153,12 @@ def _next_round(spec: ExperimentSpec, store: CellStore) -> ExperimentSpec | None
     verdicts = decide(spec, collect_rows(store))
     undecided = [v for v, e in verdicts.items() if not e["decided"]]
     seeds = {v: sum(w == v for w, _ in spec.cells()) for v in spec.variants}
-    entry = {"seeds": seeds, "undecided": undecided, "ci": {v: e["ci"] for v, e in verdicts.items()}}
+    entry = {
+        "seeds": seeds,
+        "undecided": undecided,
+        "ci": {v: e["ci"] for v, e in verdicts.items()},
+        "p_seq": {v: e["p_seq"] for v, e in verdicts.items()},
+    }
     rounds = list(store.study.user_attrs.get("rounds", []))
     if rounds and rounds[-1]["seeds"] == seeds:
         rounds[-1] = entry  # a rerun of a round already judged: judge it again, do not repeat it

@@ -25,55 +25,54 @@ BOOT = 2000
 IQM_TRIM = 0.25
 
 
-def _p_improve(x: np.ndarray, y: np.ndarray) -> float:
-    diff = x[:, None] - y[None, :]
-    return float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
+def _p_improve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """P(x beats y) + half the ties over all pairs; batched over leading axes (..., n1) x (..., n2)."""
+    diff = x[..., :, None] - y[..., None, :]
+    return np.mean(diff > 0, axis=(-2, -1)) + 0.5 * np.mean(diff == 0, axis=(-2, -1))
 
 
 def aggregate(tasks: dict[str, dict[str, np.ndarray]], baseline: str, *, seed: int = 0) -> dict[str, Any]:
     """``tasks``: task -> variant -> raw scores (higher is better). Returns per-variant IQM and
-    P(improve) with 95 % stratified-bootstrap CIs."""
-    norm = {}
+    P(improve) with 95 % stratified-bootstrap percentile intervals.
+
+    Every resample draws each task's runs of every variant again and divides them by the
+    resampled baseline's median on that task: the normaliser is an estimate too, and holding
+    it fixed made the interval cover 77 % (docs: statistics, calibration). The baseline's own
+    row has no interval: its scores are divided by their own median, so its IQM near 1 is
+    the normalisation, not a measurement."""
     for task, scores in tasks.items():
         ref = float(np.median(scores[baseline]))
         if ref <= 0:
             raise ConfigError(f"{task}: the baseline's median is {ref}; scores cannot be normalized by it")
-        norm[task] = {v: s / ref for v, s in scores.items()}
     variants = list(next(iter(tasks.values())))
     rng = np.random.default_rng(seed)
     draws = {
-        t: {v: rng.integers(0, len(s), size=(BOOT, len(s))) for v, s in n.items()} for t, n in norm.items()
+        t: {v: rng.integers(0, len(s), size=(BOOT, len(s))) for v, s in n.items()} for t, n in tasks.items()
     }
+    boot_ref = {
+        t: np.median(n[baseline][draws[t][baseline]], axis=1, keepdims=True) for t, n in tasks.items()
+    }  # (BOOT, 1): each resample's normaliser
     out: dict[str, Any] = {}
     for v in variants:
-        pooled = np.concatenate([n[v] for n in norm.values()])
-        boot_pooled = np.concatenate([n[v][draws[t][v]] for t, n in norm.items()], axis=1)  # (BOOT, runs)
-        iqm = float(stats.trim_mean(pooled, IQM_TRIM))
-        iqm_boot = stats.trim_mean(boot_pooled, IQM_TRIM, axis=1)
-        entry = {
-            "runs": int(pooled.size),
-            "iqm": iqm,
-            "iqm_ci95": [float(q) for q in np.percentile(iqm_boot, [2.5, 97.5])],
-        }
+        pooled = np.concatenate([n[v] / np.median(n[baseline]) for n in tasks.values()])
+        entry: dict[str, Any] = {"runs": int(pooled.size), "iqm": float(stats.trim_mean(pooled, IQM_TRIM))}
         if v != baseline:
-            per_task = [_p_improve(n[v], n[baseline]) for n in norm.values()]
-            boot = np.mean(
-                [
-                    [
-                        _p_improve(n[v][draws[t][v][b]], n[baseline][draws[t][baseline][b]])
-                        for b in range(BOOT)
-                    ]
-                    for t, n in norm.items()
-                ],
+            boot = np.concatenate([n[v][draws[t][v]] / boot_ref[t] for t, n in tasks.items()], axis=1)
+            entry["iqm_ci95"] = [
+                float(q) for q in np.percentile(stats.trim_mean(boot, IQM_TRIM, axis=1), [2.5, 97.5])
+            ]
+            per_task = [float(_p_improve(n[v], n[baseline])) for n in tasks.values()]
+            boot_pi = np.mean(
+                [_p_improve(n[v][draws[t][v]], n[baseline][draws[t][baseline]]) for t, n in tasks.items()],
                 axis=0,
             )
             entry["p_improve"] = float(np.mean(per_task))
-            entry["p_improve_ci95"] = [float(q) for q in np.percentile(boot, [2.5, 97.5])]
+            entry["p_improve_ci95"] = [float(q) for q in np.percentile(boot_pi, [2.5, 97.5])]
         out[v] = entry
     return {
         "tasks": list(tasks),
         "baseline": baseline,
-        "normalization": "each run's metric / the baseline's median on its task",
+        "normalization": "each run's metric / the baseline's median on its task (re-estimated in every resample)",
         "bootstrap": {"resamples": BOOT, "kind": "stratified by task (runs resampled within each task)"},
         "variants": out,
     }

@@ -101,23 +101,23 @@ class VariantStats(TypedDict):
     max: float | None
     mean: float | None
     std: float | None
-    delta_median: float | None
-    ci95: list[float | None] | None
+    delta: float | None  # the primary test's estimate
+    ci: list[float | None] | None  # the primary test inverted
+    ci_confidence: float | None
     p_value: float | None
-    p_improve: float | None
-    iqm: float | None
-    iqm_ci95: list[float | None] | None
+    p_holm: float | None
     test: str | None
     paired: bool | None
     pairing: str | None
-    p_holm: float | None
-    p_mwu: float | None
-    p_paired: float | None
-    delta_paired_median: float | None
-    ci95_paired: list[float | None] | None
+    min_seeds: int | None
+    p_seq: float | None  # adaptive seeds only: p_value adjusted for the looks
+    p_improve: float | None
+    iqm: float | None
+    iqm_ci: list[float | None] | None
+    delta_median: float | None  # descriptive
+    p_mwu: float | None  # descriptive
 
 
-# summary.json's order of a variant's keys (the schema others read): the first 13 are the original
-# schema, the rest were added after them (additive).
+# summary.json's order of a variant's keys (the schema others read).
 VARIANT_KEYS = tuple(VariantStats.__annotations__)
-INTERVAL_KEYS = ("ci95", "iqm_ci95", "ci95_paired")  # the [low, high] ones
+INTERVAL_KEYS = ("ci", "iqm_ci")  # the [low, high] ones

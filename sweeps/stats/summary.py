@@ -1,43 +1,42 @@
-"""Per-variant statistics of an ablation study: median, IQR, IQM, exact permutation tests, Holm.
+"""Per-variant statistics of an ablation study: median, IQR, IQM, the primary test and its
+interval, Holm.
 
 Why medians and rank statistics: the seeds of one variant often split into "solved" and
 "stuck at chance" (docs/pages/explanations/statistics.md), so a mean describes no actual run and a t-test assumes a
 normality that the sample does not have. Ties are the rule (accuracy saturates at 1.000 or
-sits at 0.500), so every p-value here comes from an exact permutation distribution that
-counts ties correctly, not from a normal approximation:
+sits at 0.500), so every decision comes from an exact distribution-free test whose ties count
+against rejection, and its interval is that test inverted (sweeps/stats/inference.py):
 
-- unpaired: the Mann-Whitney U test (Mann & Whitney, 1947) with midranks, its null
-  distribution enumerated over all C(n1 + n2, n1) splits of the pooled values;
 - paired (the variant shares every seed with the baseline, and a seed means the same data
-  for both): the sign-flip permutation test on the per-seed differences, enumerated over
-  all 2^n sign vectors.
+  for both): the Wilcoxon signed-rank test on the per-seed differences, their Hodges-Lehmann
+  centre and Tukey's interval;
+- unpaired: the Mann-Whitney test, the Hodges-Lehmann shift and its interval.
 
-Beside them: percentile bootstrap CIs (Efron, 1979), the interquartile mean (IQM, Agarwal et
-al. 2021) and Holm's step-down adjustment (Holm, 1979) over the k comparisons with the baseline.
+Beside them, descriptive only: the interquartile mean (IQM, Agarwal et al. 2021) with Yuen's
+interval, the difference of medians, the midrank Mann-Whitney p (``p_mwu``), and Holm's
+step-down adjustment (Holm, 1979) over the k comparisons with the baseline, which decides.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from ablate.sweeps.stats.exact import (
-    BOOT_SEED,
-    EXACT_MWU_MAX,
-    EXACT_PAIRED_MAX,
-    MC_RESAMPLES,
+from ablate.sweeps.stats.exact import EXACT_MWU_MAX, holm, mwu_exact
+from ablate.sweeps.stats.inference import (
+    ALPHA,
+    EXACT_MWU_CELLS,
+    EXACT_WILCOXON_N,
     TEST_MWU,
-    TEST_MWU_MC,
-    TEST_PAIRED,
-    TEST_PAIRED_MC,
-    holm,
-    mwu_exact,
-    sign_flip,
+    TEST_WILCOXON,
+    mann_whitney,
+    seeds_to_reject,
+    signed_rank,
+    trimmed_mean_ci,
 )
 from ablate.sweeps.stats.rows import VARIANT_KEYS, CellRow
 
@@ -45,7 +44,6 @@ DIRECTIONS = ("maximize", "minimize")
 # What variant_stats returns: summary.json's keys of a variant (stats/rows.py) but n_diverged.
 STAT_KEYS = tuple(k for k in VARIANT_KEYS if k != "n_diverged")
 
-N_BOOT = 10_000
 IQM_TRIM = 0.25
 # data.* keys that do not change which examples a run sees, nor in which order: a variant that
 # overrides any other data.* key (data.seed, the task, the sizes, the batch size, ...) has seeds
@@ -63,38 +61,6 @@ def _num(x: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _median_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    # Vectorised over bootstrap resamples (scipy passes a batch along `axis`).
-    return np.median(x, axis=axis) - np.median(y, axis=axis)
-
-
-def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return stats.trim_mean(x, IQM_TRIM, axis=axis)
-
-
-def _median(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.median(x, axis=axis)
-
-
-def _bootstrap(
-    data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray], n_boot: int, seed: int
-) -> list[float | None]:
-    """Percentile bootstrap 95 % CI; samples resampled independently, seeded."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # degenerate (all equal) resamples are a valid answer here
-        boot = stats.bootstrap(
-            data,
-            statistic,
-            n_resamples=n_boot,
-            paired=False,
-            vectorized=True,
-            confidence_level=0.95,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
-    return [_num(boot.confidence_interval.low), _num(boot.confidence_interval.high)]
-
-
 def iqm(values: Sequence[float]) -> float | None:
     """Interquartile mean: the mean after dropping floor(n/4) values at each end.
 
@@ -102,7 +68,7 @@ def iqm(values: Sequence[float]) -> float | None:
     for n = 5 it is the mean of the middle 3, for n = 8 of the middle 4.
     """
     x = np.asarray(values, dtype=float).reshape(-1)
-    return _num(_iqm(x)) if x.size else None
+    return _num(stats.trim_mean(x, IQM_TRIM)) if x.size else None
 
 
 # ---- one variant --------------------------------------------------------------------------------
@@ -113,10 +79,9 @@ def variant_stats(
     baseline: Sequence[float] | None,
     *,
     direction: str = "maximize",
-    n_boot: int = N_BOOT,
-    seed: int = BOOT_SEED,
     paired: bool = False,
     paired_with: Sequence[float] | None = None,
+    alpha: float = ALPHA,
 ) -> dict[str, Any]:
     """Statistics of one variant's per-seed values, and of its difference to the baseline.
 
@@ -127,16 +92,19 @@ def variant_stats(
     ``paired_with`` the paired part uses those baseline values instead (one per value, same
     seed), while the unpaired statistics use every baseline value.
 
-    - iqm, iqm_ci95: interquartile mean (trim_mean 0.25) and its percentile bootstrap CI.
-    - delta_median = median(values) - median(baseline), whatever the direction; ci95: its
-      percentile bootstrap, the two samples resampled independently.
-    - p_mwu: exact two-sided Mann-Whitney U (ties by midranks), always computed.
-    - paired only: delta_paired_median = median of the per-seed differences, ci95_paired its
-      bootstrap over seeds, p_paired the exact sign-flip test.
-    - p_value: the test of the design, named in `test`: p_paired when paired, else p_mwu.
-    - p_improve: P(variant better than baseline) + 0.5 P(tie) = U / (n1 n2), the common
-      language effect size; "better" is lower for direction "minimize".
-    - p_holm and pairing are set by summarize() (they depend on the other variants / seeds).
+    - iqm, iqm_ci: interquartile mean (trim_mean 0.25) and Yuen's 1 - alpha interval.
+    - delta, ci, ci_confidence, p_value, test: the primary test of the design
+      (inference.signed_rank when paired, inference.mann_whitney otherwise): its
+      Hodges-Lehmann estimate (of the per-seed differences' centre, or of the shift), the interval that
+      inverts it with its achieved confidence (None when the seeds cannot reach 1 - alpha),
+      and its p. The interval excludes 0 exactly when p <= alpha.
+    - delta_median = median(values) - median(baseline) and p_mwu (exact Mann-Whitney with
+      midranks): descriptive, whatever the design.
+    - p_improve: P(variant better than baseline) + 0.5 P(tie): over the seeds' differences
+      when paired, over all pairs of values (U / (n1 n2)) otherwise; "better" is lower for
+      direction "minimize".
+    - p_holm, min_seeds, pairing and p_seq are set by summarize() (they depend on the other
+      variants, the seeds and the schedule).
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
@@ -151,8 +119,7 @@ def variant_stats(
         out["mean"] = _num(x.mean())
         out["std"] = _num(x.std(ddof=1)) if x.size >= 2 else None
         out["iqm"] = iqm(x)
-        if x.size >= 2:
-            out["iqm_ci95"] = _bootstrap((x,), _iqm, n_boot, seed)
+        out["iqm_ci"] = _pair(trimmed_mean_ci(x, trim=IQM_TRIM, alpha=alpha))
     if baseline is None:
         return out
     y = np.asarray(baseline, dtype=float).reshape(-1)
@@ -165,22 +132,23 @@ def variant_stats(
     if x.size == 0 or y.size == 0:
         return out
     out["delta_median"] = _num(np.median(x) - np.median(y))
-    out["p_mwu"], mwu_test = mwu_exact(x, y, seed=seed)
-    diff = x[:, None] - y[None, :]
-    share = float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))  # U of x / (n1 n2)
+    out["p_mwu"] = mwu_exact(x, y)[0]
+    diff = x - pair if paired else (x[:, None] - y[None, :]).reshape(-1)
+    share = float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
     out["p_improve"] = share if direction == "maximize" else 1.0 - share
-    if x.size >= 2 and y.size >= 2:
-        out["ci95"] = _bootstrap((x, y), _median_diff, n_boot, seed)
-    if paired:
-        d = x - pair
-        out["delta_paired_median"] = _num(np.median(d))
-        out["p_paired"], out["test"] = sign_flip(d, seed=seed)
-        out["p_value"] = out["p_paired"]
-        if d.size >= 2:
-            out["ci95_paired"] = _bootstrap((d,), _median, n_boot, seed)
-    else:
-        out["p_value"], out["test"] = out["p_mwu"], mwu_test
+    primary = signed_rank(diff, alpha=alpha) if paired else mann_whitney(x, y, alpha=alpha)
+    out.update(
+        delta=_num(primary.estimate),
+        ci=_pair(primary.ci),
+        ci_confidence=primary.confidence,
+        p_value=primary.p,
+        test=primary.test,
+    )
     return out
+
+
+def _pair(ci: tuple[float, float] | None) -> list[float | None] | None:
+    return None if ci is None else [_num(ci[0]), _num(ci[1])]
 
 
 # ---- a study ----------------------------------------------------------------------------------
@@ -283,88 +251,109 @@ def pairing(
     return True, why
 
 
-def methods(seeds: Sequence[int], k: int, n_boot: int = N_BOOT) -> dict[str, Any]:
+def methods(seeds: Sequence[int], k: int, alpha: float = ALPHA, looks: int = 1) -> dict[str, Any]:
     """The summary's "methods": what every number was computed with."""
     return {
         "seeds": list(seeds),
+        "alpha": alpha,
+        "looks": looks,
         "p_value": (
-            "the exact two-sided permutation test of the design (named per variant in 'test'): "
-            "paired sign-flip on per-seed differences when the variant is paired with the baseline, "
-            "Mann-Whitney U otherwise; p_mwu (unpaired) is always reported too"
+            "the primary test of the design, named per variant in 'test': the Wilcoxon signed-rank "
+            "test on the per-seed differences when the variant is paired with the baseline, "
+            "Mann-Whitney otherwise; ties count against rejection"
         ),
         "paired_test": {
-            "name": TEST_PAIRED,
-            "statistic": "sum of per-seed differences (variant - baseline); zeros contribute nothing",
-            "exact_up_to_n": EXACT_PAIRED_MAX,
-            "monte_carlo": {"name": TEST_PAIRED_MC, "resamples": MC_RESAMPLES, "rng_seed": BOOT_SEED},
+            "name": TEST_WILCOXON,
+            "estimate": "Hodges-Lehmann: median of the Walsh averages (d_i + d_j) / 2, i <= j, of d = variant - baseline",
+            "p": "2 min(P(T <= #{A <= 0}), P(T <= #{A >= 0})), T the signed-rank statistic without ties, "
+            f"capped at 1; exact up to {EXACT_WILCOXON_N} pairs, normal with continuity correction above",
+            "ci": "[A_(k), A_(M+1-k)] of the M = n(n+1)/2 sorted Walsh averages, k the largest with 2 P(T <= k - 1) <= alpha",
         },
         "unpaired_test": {
             "name": TEST_MWU,
-            "statistic": "Mann-Whitney U with midranks for ties; P(|U - n1 n2/2| >= |U_obs - n1 n2/2|)",
-            "exact_up_to_n1_plus_n2": EXACT_MWU_MAX,
-            "monte_carlo": {"name": TEST_MWU_MC, "resamples": MC_RESAMPLES, "rng_seed": BOOT_SEED},
+            "estimate": "Hodges-Lehmann shift: median of all n1 n2 differences x_i - y_j",
+            "p": "as the signed-rank test, with the n1 n2 differences for the Walsh averages and U for T; exact up to "
+            f"n1 n2 = {EXACT_MWU_CELLS}, normal with continuity correction above",
+            "ci": "[D_(k), D_(n1 n2 + 1 - k)] of the sorted pairwise differences",
         },
+        "ci": (
+            "the inversion of the primary test: it excludes 0 exactly when p <= alpha; "
+            "ci_confidence is its achieved confidence (>= 1 - alpha); None when the seeds cannot "
+            "reach 1 - alpha (a paired comparison needs 6 seeds, an unpaired one 4 per side)"
+        ),
         "pairing": (
             "per variant: paired when the variant and the baseline have a complete value for the same "
             "seeds and the variant overrides no data key that changes a seed's data "
             f"(all data.* keys but {', '.join(sorted(SEED_NEUTRAL_DATA_KEYS))}); else unpaired"
         ),
-        "ci": {
-            "method": "percentile bootstrap (scipy.stats.bootstrap)",
-            "confidence": 0.95,
-            "resamples": n_boot,
-            "rng_seed": BOOT_SEED,
-            "ci95": "difference of medians, the two samples resampled independently",
-            "ci95_paired": "median of per-seed differences, seeds resampled",
-            "iqm_ci95": "interquartile mean, seeds resampled",
-        },
         "iqm": "scipy.stats.trim_mean(x, 0.25): floor(n/4) values dropped at each end (none for n < 4)",
+        "iqm_ci": "Yuen's interval for the trimmed mean at 1 - alpha (winsorized standard error, t with h - 1 df)",
+        "descriptive": {
+            "delta_median": "median(variant) - median(baseline)",
+            "p_mwu": f"exact Mann-Whitney U with midranks (up to {EXACT_MWU_MAX} pooled values); not a decision",
+        },
         "multiple_comparisons": {
             "method": "holm",
-            "adjusts": "p_value",
+            "adjusts": "p_seq (adaptive seeds) else p_value",
             "family": "the variants' comparisons with the baseline, per metric",
             "k": k,
+            "decides": "p_holm <= alpha",
         },
-        "p_improve": "U / (n1 n2) = P(variant better) + 0.5 P(tie), from the unpaired values",
+        "sequential": (
+            f"p_seq = min(1, {looks} p): Bonferroni over the {looks} looks of the adaptive schedule; "
+            f"intervals at 1 - alpha / {looks}"
+            if looks > 1
+            else None
+        ),
+        "min_seeds": "the fewest seeds per variant at which p_holm can reach alpha (p <= alpha / (k looks))",
+        "p_improve": (
+            "P(variant better) + 0.5 P(tie): over the per-seed differences when paired, "
+            "over all pairs of values (U / (n1 n2)) otherwise"
+        ),
         "diverged": "included with the metric reached; a non-finite metric counts as the worst value",
     }
 
 
-def variance_components(cells: Sequence[Cell], n_init: int, n_order: int) -> dict[str, Any]:
-    """Split one variant's seed variance into init, data order and residual.
+def variance_components(
+    cells: Sequence[Cell], n_init: int, n_order: int, n_numerics: int = 1
+) -> dict[str, Any]:
+    """Split one variant's seed variance into init, data order[, numerics, their interactions]
+    and residual, each with its share's and sd's interval (sweeps/stats/variance.py).
 
-    Seed s ran with init seed s // n_order and data-order seed s % n_order (seed_factors), so the
-    values form an n_init x n_order table with one run per cell. The two-way random-effects
-    model without replication, y_ij = mu + a_i + b_j + e_ij, gives from the ANOVA mean squares
-    var(init) = (MS_init - MS_res) / n_order, var(order) = (MS_order - MS_res) / n_init,
-    var(residual) = MS_res (dropout, numerics and the init x order interaction, which one run
-    per cell cannot separate); negative estimates are set to 0 (Dodge et al. 2020 and
-    Bouthillier et al. 2021 split seed variance the same way).
+    Seed s ran with init seed s // (n_order x n_numerics), numerics level (s // n_order) %
+    n_numerics and data-order seed s % n_order (seed_factors; without numerics: s // n_order and
+    s % n_order), so the values form an n_init x n_order (x n_numerics) table with one run per
+    cell. ``var``, ``share`` and ``sd_total`` are the random-effects ANOVA estimates with negative
+    components set to 0 (Dodge et al. 2020 and Bouthillier et al. 2021 split seed variance the
+    same way); ``ci``, ``clipped`` and ``method`` say how sure they are.
     """
-    y = np.full((n_init, n_order), np.nan)
-    for seed, value, _ in cells:
-        if seed < n_init * n_order:
-            y[seed // n_order, seed % n_order] = value
-    if np.isnan(y).any():
-        return {"complete": False}
-    grand = y.mean()
-    rows, cols = y.mean(axis=1), y.mean(axis=0)
-    ms_init = n_order * ((rows - grand) ** 2).sum() / (n_init - 1)
-    ms_order = n_init * ((cols - grand) ** 2).sum() / (n_order - 1)
-    resid = y - rows[:, None] - cols[None, :] + grand
-    ms_res = (resid**2).sum() / ((n_init - 1) * (n_order - 1))
-    parts = {
-        "init": max(0.0, (ms_init - ms_res) / n_order),
-        "data_order": max(0.0, (ms_order - ms_res) / n_init),
-        "residual": float(ms_res),
-    }
-    total = sum(parts.values())
-    return {
-        "complete": True,
-        "var": {k: float(v) for k, v in parts.items()},
-        "share": {k: (float(v / total) if total > 0 else None) for k, v in parts.items()},
-        "sd_total": float(np.sqrt(total)),
-    }
+    from ablate.sweeps.stats.variance import FACTORS, decompose, grid_table
+
+    sizes = (n_init, n_order, n_numerics) if n_numerics > 1 else (n_init, n_order)
+    y = grid_table(cells, sizes)
+    return {"complete": False} if y is None else decompose(y, FACTORS[: len(sizes)])
+
+
+def adjust(
+    variants: dict[str, dict[str, Any]], baseline: str, *, alpha: float = ALPHA, looks: int = 1
+) -> int:
+    """What depends on the family of comparisons, set in place on each non-baseline entry:
+    p_seq = min(1, looks p) under adaptive seeds, p_holm (Holm over p_seq, else p_value) and
+    min_seeds (the fewest seeds at which p_holm can reach alpha). Returns k, the comparisons."""
+    others = [n for n in variants if n != baseline]
+    if looks > 1:
+        for name in others:
+            if (p := variants[name]["p_value"]) is not None:
+                variants[name]["p_seq"] = min(1.0, looks * p)
+    deciding = "p_seq" if looks > 1 else "p_value"
+    for name, p in zip(others, holm([variants[n].get(deciding) for n in others]), strict=True):
+        variants[name]["p_holm"] = p
+    k = sum(variants[n]["p_value"] is not None for n in others)
+    for name in others:
+        if variants[name]["test"] is not None:
+            paired = bool(variants[name]["paired"])
+            variants[name]["min_seeds"] = seeds_to_reject(paired, alpha / (max(k, 1) * looks))
+    return k
 
 
 def summarize(
@@ -377,12 +366,17 @@ def summarize(
     variants: list[str],
     seeds: Sequence[int] | None = None,
     overrides: dict[str, dict[str, Any]] | None = None,
-    n_boot: int = N_BOOT,
+    alpha: float = ALPHA,
+    looks: int = 1,
 ) -> dict[str, Any]:
     """The summary.json document (JSON-safe: no NaN, only None) of one study.
 
     ``seeds``: the study's seed list (methods.seeds; default: the seeds of the rows);
-    ``overrides``: each variant's dotted overrides (spec.variants), used to decide pairing.
+    ``overrides``: each variant's dotted overrides (spec.variants), used to decide pairing;
+    ``looks``: the looks an adaptive schedule allows (sweeps/run/adaptive.py). With L > 1 looks
+    each comparison's p is adjusted to p_seq = min(1, L p) (Bonferroni over the looks: valid
+    whichever look stopped it), Holm runs over p_seq, and the interval is the test's at level
+    1 - alpha / L, so it excludes 0 exactly when p_seq <= alpha.
     """
     if baseline not in variants:
         raise ValueError(f"baseline {baseline!r} is not one of the variants {variants}")
@@ -392,9 +386,9 @@ def summarize(
     for name in variants:
         is_base = name == baseline
         if is_base:
-            st = variant_stats([v for _, v, _ in cells[name]], None, direction=direction, n_boot=n_boot)
+            st = variant_stats([v for _, v, _ in cells[name]], None, direction=direction, alpha=alpha)
             if st["median"] is not None:
-                st["delta_median"] = 0.0  # the baseline against itself; CI/p/P(improve) stay None
+                st["delta"] = st["delta_median"] = 0.0  # against itself; CI/p/P(improve) stay None
         else:
             paired, why = pairing(name, cells[name], baseline, cells[baseline], (overrides or {}).get(name))
             values = [v for _, v, _ in cells[name]]  # sorted by seed (collect)
@@ -403,17 +397,14 @@ def summarize(
                 values,
                 list(base_by_seed.values()),
                 direction=direction,
-                n_boot=n_boot,
                 paired=paired,
                 paired_with=pairs,
+                alpha=alpha / looks,
             )
             st["pairing"] = why
         st["n_diverged"] = sum(d for _, _, d in cells[name])
         out_variants[name] = {k: st[k] for k in VARIANT_KEYS}
-    others = [n for n in variants if n != baseline]
-    for name, p in zip(others, holm([out_variants[n]["p_value"] for n in others]), strict=True):
-        out_variants[name]["p_holm"] = p
-    k = sum(out_variants[n]["p_value"] is not None for n in others)
+    k = adjust(out_variants, baseline, alpha=alpha, looks=looks)
     if seeds is None:
         seeds = sorted({int(r.seed) for r in rows if r.variant in variants})
     return {
@@ -423,5 +414,5 @@ def summarize(
         "baseline": baseline,
         "cells": {**counts, "missing": missing},
         "variants": out_variants,
-        "methods": methods(seeds, k, n_boot),
+        "methods": methods(seeds, k, alpha, looks),
     }

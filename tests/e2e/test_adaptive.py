@@ -1,5 +1,6 @@
 """Adaptive seeds: a spec's ``seeds: {min, max, step, stop}`` runs rounds, adding seeds only to
-the undecided comparisons (and the baseline), each look at CI level 1 - 0.05 / looks.
+the undecided comparisons (and the baseline); each look's p is p_seq = min(1, looks p) and Holm
+over p_seq decides.
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
 tests/unit/sweeps/run/test_adaptive.py.
@@ -22,7 +23,20 @@ def test_adaptive_sweep_runs_rounds_until_max_and_resumes(tmp_path: Path) -> Non
     proc = run_sweep(tmp_path, "--no-wandb")
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = tmp_path / "runs" / "tiny"
+    # 2 looks: p <= 0.05 / 2 needs 7 pairs, 4 cannot: one line says so before anything runs
+    assert (
+        "tiny: 4 seeds per variant cannot reach p Holm <= 0.05 for no_pe (1 comparisons x 2 looks)"
+        in " ".join(proc.stderr.split())
+    )
     summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["adaptive"]["looks"] == 2 and summary["adaptive"]["alpha_per_look"] == 0.025
+    # neither look could decide, whatever the values; the last look is the report's numbers
+    assert [r["undecided"] for r in summary["rounds"]] == [["no_pe"], ["no_pe"]]
+    no_pe = summary["variants"]["no_pe"]
+    assert summary["rounds"][-1]["p_seq"]["no_pe"] == no_pe["p_seq"] == min(1.0, 2 * no_pe["p_value"])
+    assert summary["verdicts"]["no_pe"].endswith(
+        "these seeds cannot reach p Holm <= 0.05: that needs at least 7."
+    )
     assert [r["seeds"] for r in summary["rounds"]] == [
         {"baseline": 2, "no_pe": 2},
         {"baseline": 4, "no_pe": 4},

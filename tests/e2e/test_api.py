@@ -28,7 +28,7 @@ def test_the_api_runs_a_study_and_every_command_on_it(tmp_path: Path) -> None:
     }
     assert json.loads((runs / "tiny" / "summary.json").read_text()) == rewritten
 
-    table = ablate.power(runs / "tiny", resamples=20, max_seeds=5)
+    table = ablate.power(runs / "tiny", max_seeds=5)
     assert set(table["variants"]) == {"no_pe"} and (runs / "tiny" / "power.json").is_file()
 
     ablate.sweep(other, runs / "tiny2")

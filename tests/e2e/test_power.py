@@ -1,5 +1,5 @@
-"""``ablate power``: seeds needed for a target power, by resampling a pilot study with the
-report's own test. The expected counts follow from the exact tests' smallest p-values.
+"""``ablate power``: seeds needed for a target power, from a location-shift model fitted to a
+pilot study and the report's own test (sweeps/stats/power.py).
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
 tests/unit/sweeps/stats/test_power.py.
@@ -21,17 +21,27 @@ def test_power_command_on_a_sweep(tmp_path: Path) -> None:
     write_spec(tmp_path, seeds=3)
     assert run_sweep(tmp_path, "--no-wandb").returncode == 0
     run_dir = tmp_path / "runs" / "tiny"
-    proc = subprocess.run(
-        ablate_cmd("power", str(run_dir), "--resamples", "20", "--max-seeds", "6"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    table = json.loads((run_dir / "power.json").read_text())
-    assert set(table["variants"]) == {"no_pe"} and table["resamples"] == 20
+
+    def power(*args: str) -> tuple[dict, str]:
+        proc = subprocess.run(
+            ablate_cmd("power", str(run_dir), *args), capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads((run_dir / "power.json").read_text()), proc.stdout
+
+    table, stdout = power("--max-seeds", "6")
+    assert set(table["variants"]) == {"no_pe"} and "resamples" not in table and "no_pe" in stdout
+    assert table["comparisons"] == 1 and table["alpha_per_comparison"] == pytest.approx(0.05)
     entry = table["variants"]["no_pe"]
-    assert entry["pilot_seeds"] == 3 and entry["test"] == "paired-permutation"
-    assert [p["seeds"] for p in entry["curve"]][0] == 3 and "no_pe" in proc.stdout
+    assert entry["pilot_seeds"] == 3 and entry["test"] == "signed-rank"  # paired, as the report
+    summary = json.loads((run_dir / "summary.json").read_text())["variants"]["no_pe"]
+    assert entry["delta"] == pytest.approx(summary["delta"])  # the report's Δ by default
+    # a given Δ: a signed-rank test cannot reject at 0.05 below 6 pairs, so no count below 6
+    entry = power("--delta", "0.2", "--max-seeds", "12")[0]["variants"]["no_pe"]
+    assert entry["delta"] == pytest.approx(0.2)
+    assert entry["seeds_needed"] is None or 6 <= entry["seeds_needed"] <= 12
+    assert all(p["power"] == 0 for p in entry["curve"] if p["seeds"] < 6)  # the same bound, simulated
+    if entry["sigma"] == 0:  # every pilot difference equal: the fewest seeds that can reject
+        assert entry["seeds_needed"] == 6 and "no spread" in entry["note"]
     bad = subprocess.run(ablate_cmd("power", str(run_dir), "--power", "1.5"), capture_output=True, text=True)
     assert bad.returncode == 2 and "--power=1.5 is out of range; valid: (0, 1)" in bad.stderr

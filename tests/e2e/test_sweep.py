@@ -183,7 +183,10 @@ def test_wandb_offline_runs_carry_group_name_config(tmp_path: Path) -> None:
     for variant in ("baseline", "no_pe"):
         assert scalars[f"{variant}/median"] == pytest.approx(report[variant]["median"])
         assert scalars[f"{variant}/n"] == 1
-    assert scalars["no_pe/delta"] == pytest.approx(report["no_pe"]["delta_paired_median"])
+    assert scalars["no_pe/delta"] == pytest.approx(report["no_pe"]["delta"])  # the primary test's Δ
+    # one seed: Δ is that seed's difference, and no interval exists to log
+    assert report["no_pe"]["delta"] == pytest.approx(report["no_pe"]["median"] - report["baseline"]["median"])
+    assert "no_pe/ci_lo" not in scalars and scalars["no_pe/verdict"].startswith("no_pe: not distinguishable")
     assert "baseline/delta" not in scalars
 
 

@@ -53,7 +53,10 @@ def test_a_study_without_numerics_keeps_its_identity() -> None:
     assert _spec().identity() == IDENTITY_BEFORE["seeds"]
     plain = _spec(seed_factors={"init": 3, "data_order": 2})
     assert plain.identity() == IDENTITY_BEFORE["factors"]
-    assert plain.base_overrides == {"trainer.order_seeds": 2} and plain.seed_factors == {"init": 3, "data_order": 2}
+    assert plain.base_overrides == {"trainer.order_seeds": 2} and plain.seed_factors == {
+        "init": 3,
+        "data_order": 2,
+    }
     assert plain.base.trainer.numerics_levels == 1
     with_numerics = _spec(seed_factors={"init": 3, "data_order": 2, "numerics": 2})
     assert with_numerics.identity() != plain.identity()  # another study: its cells differ
@@ -70,7 +73,10 @@ def test_spec_seed_factors_numerics_sets_the_seeds_and_the_levels() -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"seed_factors": {"init": 2, "data_order": 2, "numerics": 1}}, "seed_factors.numerics=1 is out of range"),
+        (
+            {"seed_factors": {"init": 2, "data_order": 2, "numerics": 1}},
+            "seed_factors.numerics=1 is out of range",
+        ),
         ({"seed_factors": {"init": 2, "numerics": 2}}, "seed_factors must be {init: N, data_order: M}"),
         ({"seed_factors": {"init": 2, "data_order": 2, "fp": 2}}, "or {init: N, data_order: M, numerics: K}"),
         (

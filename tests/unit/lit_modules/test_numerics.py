@@ -41,7 +41,10 @@ def test_a_level_moves_every_weight_one_ulp(level: int) -> None:
     perturb_ulp(m, level)
     for name, after in params(m).items():
         x = before[name]
-        up, down = torch.nextafter(x, torch.full_like(x, torch.inf)), torch.nextafter(x, torch.full_like(x, -torch.inf))
+        up, down = (
+            torch.nextafter(x, torch.full_like(x, torch.inf)),
+            torch.nextafter(x, torch.full_like(x, -torch.inf)),
+        )
         assert bool(((after == up) | (after == down)).all()), name  # exactly one ulp, no element left alone
         assert not torch.equal(after, x)
 

@@ -40,8 +40,24 @@ SUMMARY = {
     "cells": {"total": 9, "complete": 9},
     "variants": {
         "baseline": STATS,
-        "no_pe": {**STATS, "median": 0.5, "delta_median": -0.4, "ci95": [-0.5, -0.3], "p_value": 0.25},
-        "deep": {**STATS, "delta_median": 0.0, "ci95": [-0.1, 0.1], "p_value": 1.0},
+        # the primary test's Δ, interval and p; delta_median and p_mwu are descriptive only
+        "no_pe": {
+            **STATS,
+            "median": 0.5,
+            "delta": -0.4,
+            "ci": [-0.5, -0.3],
+            "ci_confidence": 0.96875,
+            "p_value": 0.25,
+            "p_holm": 0.5,
+            "test": "signed-rank",
+            "delta_median": -0.35,
+            "p_mwu": 0.1,
+        },
+        "deep": {**STATS, "delta": 0.0, "ci": None, "p_value": 1.0, "p_holm": 1.0, "test": "signed-rank"},
+    },
+    "verdicts": {
+        "no_pe": "no_pe: not distinguishable from baseline on tiny (test/acc) at 3 seeds (...).",
+        "deep": "deep: not distinguishable from baseline on tiny (test/acc) at 3 seeds (...).",
     },
 }
 
@@ -178,7 +194,14 @@ def test_offline_writes_the_review_spec(tmp_path: Path, capsys: pytest.CaptureFi
     assert [t.table_name for t in tables] == ["variants"]
     # The text states the medians and Δ of the summary.
     text = data["spec"]["blocks"][1]["content"]
-    assert "| no_pe | 3 | 0.5000 | 0.8500 | 0.9500 | -0.4000 | -0.5000 | -0.3000 | 0.2500 |" in text
+    assert "| variant | n | median | q1 | q3 | delta | ci_lo | ci_hi | ci_confidence | p | p_holm |" in text
+    assert (
+        "| no_pe | 3 | 0.5000 | 0.8500 | 0.9500 | -0.4000 | -0.5000 | -0.3000 | 0.9688 | 0.2500 | 0.5000 |"
+        in text
+    )
+    assert (
+        "| deep | 3 | 0.9000 | 0.8500 | 0.9500 | 0.0000 |  |  |  | 1.0000 | 1.0000 |" in text
+    )  # no interval
 
 
 def test_runsets_keep_exactly_this_experiments_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -207,6 +230,39 @@ def test_runsets_keep_exactly_this_experiments_runs(tmp_path: Path, monkeypatch:
             else {"baseline-s1", "no_pe-s1", "deep-s1"}
         )
         assert kept(runset) == want  # the summary run's id, from spec.json, is the logged one
+
+
+def test_the_summary_run_gets_the_verdicts_and_the_primary_tests_scalars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary run's notes are the verdicts in order, each also a ``<variant>/verdict`` key;
+    its scalars are the primary test's Δ, interval (at its confidence) and p, p_seq where the
+    schedule adjusted it."""
+    import wandb
+
+    spec = spec_from_dict(RAW_SPEC)
+    init: dict[str, Any] = {}
+    run = SimpleNamespace(id="r", summary={}, log=lambda *a, **k: None, finish=lambda: None)
+    monkeypatch.setattr(wandb, "init", lambda **kw: init.update(kw) or run)
+    monkeypatch.setattr(wandb, "Table", lambda **kw: kw)
+    monkeypatch.setattr(wandb, "Image", lambda path: path)
+    assert wandb_glue.log_summary(spec, SUMMARY, tmp_path / "plot.png", tmp_path) == "r"
+    assert init["notes"] == "\n".join([SUMMARY["verdicts"]["no_pe"], SUMMARY["verdicts"]["deep"]])
+    assert (
+        run.summary["no_pe/verdict"] == SUMMARY["verdicts"]["no_pe"] and "baseline/verdict" not in run.summary
+    )
+    assert run.summary["no_pe/delta"] == -0.4 and run.summary["no_pe/ci_confidence"] == 0.96875
+    assert [run.summary["no_pe/ci_lo"], run.summary["no_pe/ci_hi"]] == [-0.5, -0.3]
+    assert run.summary["no_pe/p"] == 0.25 and run.summary["no_pe/p_holm"] == 0.5
+    assert "deep/ci_lo" not in run.summary  # no interval: no scalar rather than a made-up one
+    assert "baseline/delta" not in run.summary and run.summary["baseline/median"] == 0.9
+    gone = ("ci95_lo", "ci95_hi", "delta_median", "p_mwu", "p_value")
+    assert not [k for k in run.summary if k.split("/")[-1] in gone]
+    adaptive = {
+        **SUMMARY,
+        "variants": {**SUMMARY["variants"], "no_pe": {**SUMMARY["variants"]["no_pe"], "p_seq": 0.75}},
+    }
+    assert wandb_glue.summary_scalars(adaptive)["no_pe/p"] == 0.75  # the p the interval inverts
 
 
 def test_heatmap_keys_are_what_finish_cell_logs(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ and the W&B summary run's table read back."""
 from __future__ import annotations
 
 import csv
+import html
 import json
 from pathlib import Path
 
@@ -100,6 +101,29 @@ def test_the_wandb_table_has_a_column_per_statistic(finished: tuple) -> None:
     no_pe = dict(zip(columns, rows[1], strict=True))
     stats = summary["variants"]["no_pe"]
     assert no_pe["median"] == stats["median"] and no_pe["p_value"] == stats["p_value"]
-    assert [no_pe["ci95_lo"], no_pe["ci95_hi"]] == stats["ci95"]
+    assert no_pe["test"] == "signed-rank" and no_pe["paired"] is True  # no_pe's seeds 0, 1 pair
+    assert [no_pe["iqm_ci_lo"], no_pe["iqm_ci_hi"]] == stats["iqm_ci"] and None not in stats["iqm_ci"]
+    # 2 paired seeds cannot reach 95 % (6 are the fewest): no interval, in either column
+    assert stats["ci"] is None and no_pe["ci_lo"] is None and no_pe["ci_hi"] is None
     baseline = dict(zip(columns, rows[0], strict=True))
-    assert baseline["ci95_lo"] is None and baseline["p_value"] is None  # compared with itself: nothing
+    assert baseline["ci_lo"] is None and baseline["p_value"] is None  # compared with itself: nothing
+    assert baseline["iqm_ci_lo"] is not None  # its own spread still has an interval
+
+
+def test_the_verdicts_lead_summary_and_report(finished: tuple) -> None:
+    """summary.json's verdicts: one sentence per comparison naming the variant, Δ and the seeds; with
+    2 seeds the sentence says they cannot decide and how many could; report.md opens with it."""
+    spec, store, run_dir = finished
+    summary = report(spec, store, run_dir)
+    assert list(summary["verdicts"]) == ["no_pe"]  # the baseline is not compared with itself
+    sentence = summary["verdicts"]["no_pe"]
+    v = summary["variants"]["no_pe"]
+    assert v["delta"] == pytest.approx(-0.4) and v["min_seeds"] == 6  # 1 comparison: 2 / 2^6 <= 0.05
+    assert sentence.startswith("no_pe: not distinguishable from baseline on tiny (test/acc) at 2 seeds")
+    assert "Δ -0.400 (no interval at these seeds)" in sentence
+    assert sentence.endswith("these seeds cannot reach p Holm <= 0.05: that needs at least 6.")
+    md = (run_dir / "report.md").read_text().splitlines()
+    assert md[0].startswith("# tiny") and md[1] == "" and md[2] == f"- **{sentence}**"
+    page = (run_dir / "report.html").read_text()
+    head = f"<p class='verdict'><strong>{html.escape(sentence)}</strong></p>"
+    assert head in page and page.index(head) < page.index("<table")  # before the statistics

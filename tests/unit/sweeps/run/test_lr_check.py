@@ -4,17 +4,19 @@ per-variant lr rows (docs/_gen/tuned_rows.py) on synthetic results.csv rows."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from scipy import stats
 
 from ablate.cli import main
 from ablate.errors import ConfigError
 from ablate.experiments.spec import load_spec
 from ablate.sweeps.run import lr_check
-from ablate.sweeps.stats.exact import mwu_exact, sign_flip
+from ablate.sweeps.stats.exact import mwu_exact
 from ablate.sweeps.stats.rows import CellRow
 from docs._gen import tuned_rows
 from tests.conftest import TINY_BASE, cell_row, write_spec
@@ -175,15 +177,21 @@ def test_tuned_statistics_pair_each_seed_with_the_baseline_at_its_own_factor() -
         "b (lr ×0.5)",
     ]
     a = out["variants"]["a (lr ×2)"]
-    d = np.array(a_x2) - np.array(base_x1)
+    d = np.array(a_x2) - np.array(base_x1)  # -0.10, +0.01, -0.04, +0.09, +0.02: no zero, no tie
     assert a["median"] == pytest.approx(0.83) and a["min"] == 0.70 and a["max"] == 0.95
-    assert a["paired"] and a["delta_paired_median"] == pytest.approx(float(np.median(d)))
-    assert a["p_value"] == pytest.approx(sign_flip(d)[0]) and a["test"] == "paired-permutation"
-    assert a["p_mwu"] == pytest.approx(mwu_exact(a_x2, base_x1)[0])
-    diff = np.subtract.outer(a_x2, base_x1)
-    assert a["p_improve"] == pytest.approx(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
-    lo, hi = a["ci95_paired"]
-    assert lo <= a["delta_paired_median"] <= hi
+    # paired with the baseline at x1 seed by seed: the signed-rank test of d and its
+    # Hodges-Lehmann estimate (the median of the Walsh averages (d_i + d_j) / 2, i <= j)
+    walsh = [(d[i] + d[j]) / 2 for i, j in itertools.combinations_with_replacement(range(5), 2)]
+    assert a["paired"] and a["test"] == "signed-rank"
+    assert a["delta"] == pytest.approx(float(np.median(walsh)))
+    assert a["p_value"] == pytest.approx(stats.wilcoxon(d, method="exact").pvalue)
+    assert a["delta_median"] == pytest.approx(0.83 - 0.84) and a["p_mwu"] == pytest.approx(
+        mwu_exact(a_x2, base_x1)[0]
+    )
+    assert a["p_improve"] == pytest.approx(np.mean(d > 0))  # over the per-seed differences
+    # 5 pairs cannot reach 95 % (the widest interval has 1 - 2/32): no interval; with Holm over
+    # the two comparisons p <= 0.025 needs 7 pairs (2 / 2^7)
+    assert a["ci"] is None and a["ci_confidence"] is None and a["min_seeds"] == 7
     b = out["variants"]["b (lr ×0.5)"]
     assert b["p_value"] == pytest.approx(1 / 16)  # 5 of 5 seeds below: 2 / 2^5
     p_sorted = sorted([a["p_value"], b["p_value"]])
@@ -196,7 +204,9 @@ def test_a_variant_that_changes_the_data_is_compared_unpaired() -> None:
     spec = {"variants": {"baseline": {}, "a": {"data.n_train": 10}, "b": {"model.n_heads": 1}}}
     runs = {1.0: rows({"baseline": [(0.9, 0.8)] * 3, "a": [(0.9, 0.7)] * 3, "b": [(0.9, 0.7)] * 3})}
     out = tuned_rows.per_variant_lr(runs, SUMMARY, spec)
-    assert not out["variants"]["a (lr ×1)"]["paired"] and out["variants"]["a (lr ×1)"]["test"] == "mwu-exact"
+    assert (
+        not out["variants"]["a (lr ×1)"]["paired"] and out["variants"]["a (lr ×1)"]["test"] == "mann-whitney"
+    )
     assert out["variants"]["b (lr ×1)"]["paired"]
 
 

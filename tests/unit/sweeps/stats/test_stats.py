@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import pytest
 
+from ablate.sweeps.stats.exact import holm
+from ablate.sweeps.stats.inference import seeds_to_reject
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import VARIANT_KEYS, summarize, variant_stats
 from tests.conftest import cell_row
@@ -25,7 +28,8 @@ def test_descriptive_stats_by_hand() -> None:
     assert (st["min"], st["max"]) == (pytest.approx(0.48), pytest.approx(0.52))
     assert st["mean"] == pytest.approx(0.50)
     assert st["std"] == pytest.approx(math.sqrt(0.001 / 4))  # squared deviations sum to 0.001
-    assert st["delta_median"] is None and st["ci95"] is None and st["p_value"] is None
+    assert st["delta_median"] is None and st["ci"] is None and st["p_value"] is None
+    assert st["delta"] is None and st["test"] is None and st["paired"] is None
 
 
 def test_quartiles_interpolate_linearly() -> None:
@@ -35,31 +39,42 @@ def test_quartiles_interpolate_linearly() -> None:
 
 def test_full_separation_against_baseline() -> None:
     st = variant_stats(LOW, BASE)
+    assert st["test"] == "mann-whitney" and st["paired"] is False
     assert st["delta_median"] == pytest.approx(0.50 - 0.95)
     # Exact two-sided U test, U = 0: only 1 of C(10, 5) = 252 orderings is as extreme per side.
     assert st["p_value"] == pytest.approx(2 / 252)
     assert st["p_improve"] == 0.0
-    lo, hi = st["ci95"]
-    assert lo <= st["delta_median"] <= hi and hi < 0  # CI excludes 0
-    # The bootstrap medians of 5 values are sample values, so the CI stays within the extremes.
-    assert lo >= min(LOW) - max(BASE) - 1e-12 and hi <= max(LOW) - min(BASE) + 1e-12
+    diffs = sorted(a - b for a in LOW for b in BASE)  # the 25 differences, all negative
+    assert st["delta"] == pytest.approx(statistics.median(diffs))  # Hodges-Lehmann shift
+    # U's null for 5 vs 5 counts 1, 1, 2, 3 arrangements at u = 0..3 (partitions of u into at
+    # most 5 parts of at most 5): 2 P(U <= 2) = 8/252 <= 0.05 < 2 P(U <= 3) = 14/252, so k = 3.
+    assert st["ci"] == [pytest.approx(diffs[2]), pytest.approx(diffs[22])]
+    assert st["ci_confidence"] == pytest.approx(1 - 8 / 252)
+    lo, hi = st["ci"]
+    assert lo <= st["delta"] <= hi < 0  # excludes 0, as p <= 0.05 says
 
     rev = variant_stats(BASE, LOW)
     assert rev["p_improve"] == 1.0
     assert rev["p_value"] == pytest.approx(2 / 252)
-    assert rev["ci95"][0] > 0
+    assert rev["ci"] == [pytest.approx(-diffs[22]), pytest.approx(-diffs[2])]
 
 
-def test_bootstrap_is_seeded() -> None:
-    assert variant_stats(LOW, BASE, seed=3)["ci95"] == variant_stats(LOW, BASE, seed=3)["ci95"]
+def test_interval_level_follows_alpha() -> None:
+    """At alpha = 0.1: with 5 and 7 arrangements at u = 4 and 5, 2 P(U <= 4) = 24/252 <= 0.1 <
+    2 P(U <= 5) = 38/252, so k = 6: a narrower interval."""
+    diffs = sorted(a - b for a in LOW for b in BASE)
+    st = variant_stats(LOW, BASE, alpha=0.1)
+    assert st["ci"] == [pytest.approx(diffs[5]), pytest.approx(diffs[19])]
+    assert st["ci_confidence"] == pytest.approx(1 - 24 / 252)
+    assert st["p_value"] == variant_stats(LOW, BASE)["p_value"]  # p does not depend on alpha
 
 
 def test_ties_give_half() -> None:
     st = variant_stats([0.7, 0.7, 0.7], [0.7, 0.7, 0.7])
     assert st["p_improve"] == 0.5
-    assert st["delta_median"] == 0.0
-    assert st["ci95"] == [0.0, 0.0]
-    assert st["p_value"] is None or st["p_value"] == pytest.approx(1.0)
+    assert st["delta_median"] == 0.0 and st["delta"] == 0.0
+    assert st["ci"] is None  # 3 vs 3: the smallest p is 2/20 > 0.05
+    assert st["p_value"] == 1.0  # every difference is 0: ties count against rejection
 
 
 def test_partial_overlap_p_improve() -> None:
@@ -82,7 +97,8 @@ def test_minimize_flips_p_improve() -> None:
 
 def test_small_samples_and_bad_input() -> None:
     st = variant_stats([0.8], [0.6, 0.7])
-    assert st["std"] is None and st["ci95"] is None
+    assert st["std"] is None and st["ci"] is None and st["iqm_ci"] is None
+    assert st["p_value"] == pytest.approx(2 / 3)  # 1 vs 2, both differences positive: 2 P(U <= 0) = 2/3
     assert st["delta_median"] == pytest.approx(0.15)
     assert st["p_improve"] == 1.0
     empty = variant_stats([], [0.6, 0.7])
@@ -145,20 +161,21 @@ def test_summary_schema_exact() -> None:
         "max",
         "mean",
         "std",
-        "delta_median",
-        "ci95",
+        "delta",
+        "ci",
+        "ci_confidence",
         "p_value",
-        "p_improve",
-        "iqm",
-        "iqm_ci95",
+        "p_holm",
         "test",
         "paired",
         "pairing",
-        "p_holm",
+        "min_seeds",
+        "p_seq",
+        "p_improve",
+        "iqm",
+        "iqm_ci",
+        "delta_median",
         "p_mwu",
-        "p_paired",
-        "delta_paired_median",
-        "ci95_paired",
     ]
     assert list(VARIANT_KEYS) == expected
     for v in s["variants"].values():
@@ -172,7 +189,10 @@ def test_diverged_included_and_nan_is_worst() -> None:
     assert no_pe["n"] == 5 and no_pe["n_diverged"] == 2
     assert no_pe["min"] == 0.0 and no_pe["median"] == pytest.approx(0.49)  # values 0.5 .52 .49 .2 0.0
     ref = variant_stats([0.5, 0.52, 0.49, 0.2, 0.0], BASE, paired=True)  # seeds 0-4 on both sides
-    assert no_pe["ci95"] == ref["ci95"] and no_pe["p_value"] == ref["p_value"]
+    assert no_pe["paired"] is True and no_pe["test"] == "signed-rank"
+    for key in ("delta", "ci", "ci_confidence", "p_value", "p_improve", "p_mwu"):
+        assert no_pe[key] == ref[key], key
+    assert no_pe["p_value"] == pytest.approx(2 / 32)  # every difference negative: the floor at 5
 
 
 def test_nan_worst_value_below_zero_and_minimize() -> None:
@@ -189,8 +209,9 @@ def test_nan_worst_value_below_zero_and_minimize() -> None:
 
 def test_baseline_against_itself() -> None:
     base = _summary()["variants"]["base"]
-    assert base["delta_median"] == 0.0
-    assert base["ci95"] is None and base["p_value"] is None and base["p_improve"] is None
+    assert base["delta_median"] == 0.0 and base["delta"] == 0.0
+    assert base["ci"] is None and base["p_value"] is None and base["p_improve"] is None
+    assert base["p_holm"] is None and base["min_seeds"] is None and base["test"] is None
 
 
 def test_partial_study_lists_missing_cells() -> None:
@@ -199,7 +220,7 @@ def test_partial_study_lists_missing_cells() -> None:
     assert s["cells"]["complete"] == 12
     assert s["cells"]["missing"] == ["post_ln/s1 (running)", "post_ln/s2 (complete, no test/acc)"]
     post = s["variants"]["post_ln"]
-    assert post["n"] == 1 and post["std"] is None and post["ci95"] is None
+    assert post["n"] == 1 and post["std"] is None and post["ci"] is None
 
 
 def test_unknown_baseline_rejected() -> None:
@@ -207,3 +228,33 @@ def test_unknown_baseline_rejected() -> None:
         summarize(
             _rows(), experiment="e", metric="test/acc", direction="maximize", baseline="x", variants=["base"]
         )
+
+
+def test_looks_widen_the_interval_and_adjust_p() -> None:
+    """Adaptive seeds with 3 looks: intervals at alpha / 3, p_seq = min(1, 3 p), Holm over p_seq,
+    and min_seeds held to alpha / (k looks)."""
+    rows = [_row("base", s, v) for s, v in enumerate([*BASE, 0.93, 0.96, 0.91])]
+    rows += [_row("low", s, v) for s, v in enumerate([*LOW, 0.47, 0.53, 0.5])]
+    rows += [_row("near", s, v) for s, v in enumerate([0.91, 0.9, 0.97, 0.95, 0.99, 0.94, 0.95, 0.92])]
+    kw = {"experiment": "e", "metric": "test/acc", "direction": "maximize", "baseline": "base"}
+    one = summarize(rows, variants=["base", "low", "near"], **kw)
+    three = summarize(rows, variants=["base", "low", "near"], looks=3, **kw)
+    base = [v for _, v in sorted((r.seed, r.metric("test/acc")) for r in rows if r.variant == "base")]
+    p_seq = []
+    for name in ("low", "near"):
+        a, b = one["variants"][name], three["variants"][name]
+        values = [r.metric("test/acc") for r in rows if r.variant == name]
+        ref = variant_stats(values, base, paired=True, alpha=0.05 / 3)
+        assert b["ci"] == ref["ci"] and b["ci_confidence"] == ref["ci_confidence"]
+        assert b["ci_confidence"] >= 1 - 0.05 / 3 and a["ci_confidence"] < b["ci_confidence"]
+        assert b["p_value"] == a["p_value"] == ref["p_value"]  # the raw p is the same
+        assert b["p_seq"] == min(1.0, 3 * b["p_value"]) and a["p_seq"] is None
+        p_seq.append(b["p_seq"])
+        # k = 2 comparisons, 3 looks: the smallest paired p 2/2^n must reach 0.05/6
+        assert b["min_seeds"] == seeds_to_reject(True, 0.05 / 6) == 8  # 2/256 <= 0.0083 < 2/128
+        assert a["min_seeds"] == seeds_to_reject(True, 0.05 / 2) == 7  # 2/128 <= 0.025 < 2/64
+    assert [three["variants"][n]["p_holm"] for n in ("low", "near")] == holm(p_seq)
+    assert three["variants"]["low"]["p_value"] == pytest.approx(2 / 256)  # 8 negative differences
+    assert three["variants"]["low"]["p_seq"] == pytest.approx(6 / 256)
+    assert three["methods"]["looks"] == 3 and three["methods"]["sequential"] is not None
+    assert one["methods"]["looks"] == 1 and one["methods"]["sequential"] is None

@@ -1,5 +1,9 @@
 """Exact permutation tests, pairing, Holm and IQM against values computed independently.
 
+mwu_exact (midranks) and sign_flip are exact.py's permutation tests: p_mwu is the first, and
+the primary test of a comparison (inference.py: signed-rank / Mann-Whitney, ties counted
+against rejection) is checked by brute force in test_inference.py.
+
 The expected p-values come from hand-counted fractions or from a plain brute-force enumeration
 written here (itertools over every split / every sign vector, exact Fractions), never from the
 functions under test.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import statistics
 from fractions import Fraction
 from math import comb
 from pathlib import Path
@@ -19,6 +24,7 @@ from scipy import stats
 from ablate.sweeps.report.files import write_report
 from ablate.sweeps.stats import exact
 from ablate.sweeps.stats.exact import holm, mwu_exact, sign_flip
+from ablate.sweeps.stats.inference import seeds_to_reject
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import iqm, summarize, variant_stats
 from tests.conftest import cell_row
@@ -70,8 +76,10 @@ def test_tie_case_from_the_issue() -> None:
     res = variant_stats([0.5] * 5, [1.0] * 5)
     assert res["p_value"] == pytest.approx(2 / 252, rel=1e-12)
     assert round(res["p_value"], 5) == 0.00794
-    assert res["test"] == "mwu-exact" and res["paired"] is False
-    assert res["p_mwu"] == res["p_value"] and res["p_paired"] is None
+    assert res["test"] == "mann-whitney" and res["paired"] is False
+    # every one of the 25 differences is -0.5: U = 0, and the midrank test agrees
+    assert res["p_mwu"] == pytest.approx(res["p_value"], rel=1e-12)
+    assert res["delta"] == -0.5 and res["ci"] == [-0.5, -0.5]
     # scipy's default falls back to the normal approximation with ties: half the exact value
     assert stats.mannwhitneyu([0.5] * 5, [1.0] * 5).pvalue == pytest.approx(0.00398, abs=1e-5)
     assert variant_stats([1.0] * 5, [0.5] * 5)["p_value"] == pytest.approx(2 / 252, rel=1e-12)
@@ -114,14 +122,18 @@ def test_exact_mwu_hand_cases(x: list[float], y: list[float], expected: Fraction
         p, name = mwu_exact(a, b)
         assert name == "mwu-exact"
         assert p == pytest.approx(float(expected), rel=1e-12, abs=1e-15)
-        assert variant_stats(a, b)["p_value"] == pytest.approx(float(expected), rel=1e-12, abs=1e-15)
+        assert variant_stats(a, b)["p_mwu"] == pytest.approx(float(expected), rel=1e-12, abs=1e-15)
 
 
 def test_exact_mwu_without_ties_matches_scipy_exact() -> None:
     """Without ties scipy's exact method (a different algorithm) is the reference."""
     x = [0.11, 0.52, 0.33, 0.94, 0.65, 0.26, 0.77, 0.48, 0.19, 0.7]
     y = [0.6, 0.81, 0.72, 0.93, 0.84, 0.55, 0.99, 0.87, 0.9, 0.95]
-    assert mwu_exact(x, y)[0] == pytest.approx(stats.mannwhitneyu(x, y, method="exact").pvalue, rel=1e-12)
+    ref = stats.mannwhitneyu(x, y, method="exact").pvalue
+    assert mwu_exact(x, y)[0] == pytest.approx(ref, rel=1e-12)
+    # without ties the primary test (U's own null) and the midrank test are the same test
+    res = variant_stats(x, y)
+    assert res["p_value"] == pytest.approx(ref, rel=1e-12) and res["p_mwu"] == pytest.approx(ref, rel=1e-12)
 
 
 def test_monte_carlo_fallback_above_the_exact_size(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -168,17 +180,36 @@ def test_sign_flip_hand_cases(d: list[float], expected: Fraction | None) -> None
     assert sign_flip([-v for v in d])[0] == p  # both directions
 
 
+def brute_signed_rank_ties_against(d: list[float]) -> Fraction:
+    """2 min(P(W+ <= #{A <= 0}), P(W+ <= #{A >= 0})), A the Walsh averages, W+ over every sign
+    vector of the ranks 1..n (ties counted against rejection), capped at 1."""
+    n = len(d)
+    a = [(d[i] + d[j]) / 2 for i in range(n) for j in range(i, n)]
+    null = [
+        sum(r for r, s in zip(range(1, n + 1), signs, strict=True) if s)
+        for signs in itertools.product((0, 1), repeat=n)
+    ]
+    low, high = sum(v <= 0 for v in a), sum(v >= 0 for v in a)
+    return min(
+        Fraction(1), Fraction(2 * min(sum(t <= low for t in null), sum(t <= high for t in null)), 2**n)
+    )
+
+
 def test_paired_variant_stats() -> None:
     base = [0.9, 0.92, 0.95, 0.97, 0.99]
     var = [0.8, 0.9, 0.85, 0.97, 0.89]  # differences -0.1, -0.02, -0.1, 0, -0.1
+    d = [v - b for v, b in zip(var, base, strict=True)]
     res = variant_stats(var, base, paired=True)
-    assert res["paired"] is True and res["test"] == "paired-permutation"
-    assert res["p_value"] == res["p_paired"] == pytest.approx(2 / 16)  # 4 nonzero differences
+    assert res["paired"] is True and res["test"] == "signed-rank"
+    # one Walsh average is 0 (d = 0 with itself), the other 14 negative: 2 P(W+ <= 1) = 2 x 2/32
+    assert brute_signed_rank_ties_against(d) == Fraction(4, 32)
+    assert res["p_value"] == pytest.approx(4 / 32)
     assert res["p_mwu"] == pytest.approx(float(brute_mwu(var, base)))
-    assert res["delta_paired_median"] == pytest.approx(-0.1)
-    lo, hi = res["ci95_paired"]
-    assert -0.1 - 1e-12 <= lo <= hi <= 1e-12  # bootstrap medians of the differences
+    walsh = [(d[i] + d[j]) / 2 for i in range(5) for j in range(i, 5)]
+    assert res["delta"] == pytest.approx(statistics.median(walsh))  # Hodges-Lehmann
+    assert res["ci"] is None and res["ci_confidence"] is None  # 5 pairs: at best 1 - 2/32 < 0.95
     assert res["delta_median"] == pytest.approx(0.89 - 0.95)  # kept: difference of medians
+    assert res["p_improve"] == pytest.approx(0.1)  # no difference positive, one tie: 0.5 / 5
     with pytest.raises(ValueError, match="same length"):
         variant_stats(var[:4], base, paired=True)
 
@@ -211,8 +242,11 @@ def test_iqm() -> None:
     assert iqm([]) is None
     res = variant_stats([0.5, 1.0, 1.0, 1.0, 0.5, 1.0], None)
     assert res["iqm"] == pytest.approx(0.875)  # n = 6 drops 1 each end: mean of 0.5, 1, 1, 1
-    lo, hi = res["iqm_ci95"]
-    assert 0.5 <= lo <= hi <= 1.0
+    # Yuen: winsorized at the 2nd and 5th sorted values (0.5, 1.0: nothing changes), h = 4 kept
+    w = [0.5, 0.5, 1.0, 1.0, 1.0, 1.0]
+    se = (5 * statistics.variance(w) / (4 * 3)) ** 0.5
+    half = stats.t.ppf(0.975, 3) * se
+    assert res["iqm_ci"] == [pytest.approx(0.875 - half), pytest.approx(0.875 + half)]
 
 
 # ---- summarize: pairing, Holm, methods ---------------------------------------------------------
@@ -246,21 +280,24 @@ def test_summarize_shared_seeds_is_paired_with_holm() -> None:
     base, no_pe, one = (s["variants"][n] for n in ("base", "no_pe", "one_head"))
     assert base["paired"] is None and base["test"] is None and base["p_holm"] is None
     for v in (no_pe, one):
-        assert v["paired"] is True and v["test"] == "paired-permutation"
+        assert v["paired"] is True and v["test"] == "signed-rank"
         assert v["pairing"] == "paired on seeds 0–4"
-    assert no_pe["p_value"] == no_pe["p_paired"] == pytest.approx(2 / 32)
+        assert v["ci"] is None  # 5 pairs cannot reach 95 %
+        assert v["min_seeds"] == seeds_to_reject(True, 0.05 / 2) == 7  # 2/2^7 <= 0.025 < 2/2^6
+    assert no_pe["p_value"] == pytest.approx(2 / 32)
     assert no_pe["p_mwu"] == pytest.approx(2 / 252)  # the issue's tie case, unpaired
-    # one_head: differences -0.1, -0.05, 0, -0.15, -0.1: 4 nonzero, all negative -> 2/16
-    assert one["p_value"] == pytest.approx(2 / 16)
+    # one_head: differences -0.1, -0.05, 0, -0.15, -0.1: one Walsh average at 0 -> 2 P(W+ <= 1)
+    d = [-0.1, -0.05, 0.0, -0.15, -0.1]
+    assert brute_signed_rank_ties_against(d) == Fraction(4, 32)
+    assert one["p_value"] == pytest.approx(4 / 32)
     # Holm over k = 2: 2 x 0.0625 = 0.125; max(0.125, 1 x 0.125) = 0.125
     assert no_pe["p_holm"] == pytest.approx(0.125) and one["p_holm"] == pytest.approx(0.125)
-    assert no_pe["delta_paired_median"] == pytest.approx(-0.5) and no_pe["ci95_paired"] == [-0.5, -0.5]
+    assert no_pe["delta"] == pytest.approx(-0.5) and no_pe["delta_median"] == pytest.approx(-0.5)
     assert one["iqm"] == pytest.approx((0.9 + 0.9 + 0.95) / 3)
     m = s["methods"]
-    assert m["seeds"] == [0, 1, 2, 3, 4]
-    assert m["paired_test"]["name"] == "paired-permutation" and m["unpaired_test"]["name"] == "mwu-exact"
+    assert m["seeds"] == [0, 1, 2, 3, 4] and m["alpha"] == 0.05 and m["looks"] == 1
+    assert m["paired_test"]["name"] == "signed-rank" and m["unpaired_test"]["name"] == "mann-whitney"
     assert m["multiple_comparisons"]["method"] == "holm" and m["multiple_comparisons"]["k"] == 2
-    assert m["ci"]["resamples"] == 10_000 and m["ci"]["method"].startswith("percentile bootstrap")
     json.dumps(s, allow_nan=False)
 
 
@@ -271,12 +308,16 @@ def test_summarize_missing_variant_seed_pairs_the_complete_cases() -> None:
     rows.append(_row("one_head", 4, None, state="failed"))
     s = _summarize(rows)
     one, no_pe = s["variants"]["one_head"], s["variants"]["no_pe"]
-    assert one["paired"] is True and one["test"] == "paired-permutation"
+    assert one["paired"] is True and one["test"] == "signed-rank"
     assert one["pairing"] == "paired on seeds 0–3 (base's seed(s) 4 enter the unpaired test only)"
-    # differences -0.1, -0.05, 0, -0.15: three nonzero, all negative: 2 / 2^3
-    assert one["p_value"] == one["p_paired"] == pytest.approx(2 / 8)
+    # differences -0.1, -0.05, 0, -0.15: one Walsh average at 0, 9 negative: 2 P(W+ <= 1) over n = 4
+    d = [-0.1, -0.05, 0.0, -0.15]
+    assert brute_signed_rank_ties_against(d) == Fraction(4, 16)
+    assert one["p_value"] == pytest.approx(4 / 16)
     assert one["p_mwu"] == pytest.approx(float(brute_mwu([0.9, 0.95, 1.0, 0.85], [1.0] * 5)))
-    assert one["delta_paired_median"] == pytest.approx(-0.075)
+    walsh = [(d[i] + d[j]) / 2 for i in range(4) for j in range(i, 4)]
+    assert one["delta"] == pytest.approx(statistics.median(walsh))
+    assert one["delta_median"] == pytest.approx(0.925 - 1.0)  # descriptive: against all 5 base seeds
     assert no_pe["paired"] is True
     assert s["variants"]["one_head"]["p_holm"] == pytest.approx(holm([no_pe["p_value"], one["p_value"]])[1])
     assert s["methods"]["seeds"] == [0, 1, 2, 3, 4]  # default: the seeds of the rows
@@ -288,7 +329,10 @@ def test_summarize_baseline_missing_seed_and_data_override() -> None:
     for name in ("no_pe", "one_head"):
         assert s["variants"][name]["paired"] is False
         assert s["variants"][name]["pairing"] == f"unpaired: base lacks seed(s) 0 of {name}"
-        assert s["variants"][name]["test"] == "mwu-exact"
+        assert s["variants"][name]["test"] == "mann-whitney"
+        assert (
+            s["variants"][name]["min_seeds"] == seeds_to_reject(False, 0.05 / 2) == 5
+        )  # 2/252 <= 0.025 < 2/70
     s = _summarize(_shared_rows(), overrides={"no_pe": {"model.pe": "none"}, "one_head": {"data.seed": 3}})
     assert s["variants"]["no_pe"]["paired"] is True
     one = s["variants"]["one_head"]
@@ -320,14 +364,18 @@ def test_report_shows_tests_holm_design_and_fixed_decimals(tmp_path: Path) -> No
     )
     assert "Overrides of no_pe: model.pe=none." in md and "Overrides of one_head: model.n_heads=1." in md
     assert "| no_pe | 5 | 0 | 0.500 [0.500, 0.500] | 0.500 [0.500, 0.500] |" in md
-    # one_head lacks seed 4: paired on 0-3, p = 2/8; its unpaired MWU (4 vs 5): 0.85, 0.9, 0.95
-    # below all five 1.0s, one tie: 6/126. Holm: 2 x 0.0625 for no_pe, max(0.125, 0.25) for one_head
-    assert "| paired-permutation | 0.0625 | 0.1250 | 0.0079 |" in md
-    assert "| paired-permutation | 0.2500 | 0.2500 | 0.0476 |" in md
+    # no_pe: 5 differences of -0.5, signed-rank p = 2/32. one_head lacks seed 4: paired on 0-3,
+    # d = -0.15, -0.1, -0.05, 0: one Walsh average (0) is >= 0, so p = 2 P(T <= 1) = 2 x 2/16;
+    # P(improve) = half the one tie of 4. Its unpaired MWU (4 vs 5; 0.85, 0.9, 0.95 below all
+    # five 1.0s, one tie) stays in summary.json only: 6/126. Holm: 2 x 0.0625, max(0.125, 0.25).
+    assert "| signed-rank | 0.0625 | 0.1250 | 0.00 |" in md
+    assert "| signed-rank | 0.2500 | 0.2500 | 0.12 |" in md
+    assert "p MWU" not in md and "0.0476" not in md  # descriptive, not in the report's table
     assert "Holm-adjusted across the k = 2 comparisons" in md
+    assert md.splitlines()[2].startswith("- **no_pe: not distinguishable from base")
     written = json.loads((tmp_path / "summary.json").read_text())["variants"]
     assert written["one_head"]["p_mwu"] == pytest.approx(6 / 126)
     assert written["no_pe"]["p_holm"] == pytest.approx(0.125)
     assert written["one_head"]["p_holm"] == pytest.approx(0.25)
     page = (tmp_path / "report.html").read_text()
-    assert "Holm-adjusted" in page and "paired-permutation" in page and "model.pe=none" in page
+    assert "Holm-adjusted" in page and "signed-rank" in page and "model.pe=none" in page
