@@ -24,7 +24,7 @@ def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
     for name, _ in results:
         table.add_column(name, justify="right")
     rows = [r.to_dict() for _, r in results]
-    for key in rows[0]:
+    for key in (k for k in rows[0] if k != "numerics"):  # metrics.json has the record
         cells = [row.get(key) for row in rows]
         table.add_row(key, *(f"{v:.4f}" if isinstance(v, float) else str(v) for v in cells))
     out_console.print(table)
@@ -153,6 +153,9 @@ def print_power(table: dict, run_dir: Path) -> None:
             curve,
         )
     out_console.print(t)
+    for name, v in table["variants"].items():
+        if v["note"] and v["curve"]:  # a note without a curve is in the table already
+            console.print(f"{name}: {v['note']}", markup=False, style="yellow")
     console.print(f"model: {table['model']}; power.json: {run_dir / 'power.json'}", markup=False)
     print_folder(run_dir)
 
@@ -161,7 +164,7 @@ def power_needed(v: dict) -> str:
     """The seeds needed as a cell: the number, "more than N", or the reason there is none."""
     if v["seeds_needed"] is not None:
         return str(v["seeds_needed"])
-    return "–" if v["note"] else "more than the max"
+    return "–" if not v["curve"] else "more than the max"
 
 
 def print_aggregate(agg: dict) -> None:

@@ -39,7 +39,7 @@ def power_table(
         "comparisons": k,
         "alpha_per_comparison": alpha / k,
         "delta": "each pilot's estimate" if delta is None else delta,
-        "model": "location shift with normal noise, σ median-unbiased from the pilot (sweeps/stats/power.py)",
+        "model": "location shift with normal noise, σ at its 60 % confidence limit from the pilot (sweeps/stats/power.py)",
         "variants": {},
     }
     for pilot in found:

@@ -87,3 +87,27 @@ def test_gpu_check_smoke_runs_on_cpu(tmp_path: Path) -> None:
     assert [sp["k"] for sp in r["seed_parallel"]] == [2]
     assert all(positive_finite(sp["speedup"]) for sp in r["seed_parallel"])
     assert "seed-parallel K=2" in proc.stdout
+
+
+@pytest.mark.multiprocess
+def test_stats_calibration_quick_renders_every_table_and_check(tmp_path: Path) -> None:
+    """The calibration benchmark's smoke run: every model, table and done-when check is there,
+    and the committed full run's checks are what the docs block says (its numbers are data)."""
+    out, md = tmp_path / "cal.json", tmp_path / "cal.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ablate.benchmarks.stats_calibration", "--quick", "--out", str(out), "--md", str(md)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(out.read_text())
+    assert set(res["models"]) == {"normal", "skewed", "ceiling", "bimodal"}
+    assert res["printed_confidence"]["5"]["paired"] is None  # 5 paired seeds: no 95 % interval
+    text = md.read_text()
+    assert "--quick: smoke, not data" in text and "**Checks**" in text
+    full = json.loads((REPO / "benchmarks" / "results" / "stats-calibration.json").read_text())
+    page = (REPO / "docs" / "pages" / "explanations" / "statistics.md").read_text()
+    for check in full["checks"]:
+        assert check["criterion"] in page  # the docs block is the committed run's

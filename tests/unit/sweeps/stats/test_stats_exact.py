@@ -363,7 +363,7 @@ def test_report_shows_tests_holm_design_and_fixed_decimals(tmp_path: Path) -> No
         "PE sinusoidal, norm pre." in md
     )
     assert "Overrides of no_pe: model.pe=none." in md and "Overrides of one_head: model.n_heads=1." in md
-    assert "| no_pe | 5 | 0 | 0.500 [0.500, 0.500] | 0.500 [0.500, 0.500] |" in md
+    assert "| no_pe | 5 | 0 | 0.500 [0.500, 0.500] | 0.500 | 0.500–0.500 |" in md
     # no_pe: 5 differences of -0.5, signed-rank p = 2/32. one_head lacks seed 4: paired on 0-3,
     # d = -0.15, -0.1, -0.05, 0: one Walsh average (0) is >= 0, so p = 2 P(T <= 1) = 2 x 2/16;
     # P(improve) = half the one tie of 4. Its unpaired MWU (4 vs 5; 0.85, 0.9, 0.95 below all

@@ -1,0 +1,738 @@
+"""``python -m ablate.benchmarks.stats_calibration [--quick] [--out F] [--docs] [--md F]
+[--from-json F]``: do the reports' statistical claims hold? Measured by simulation with the
+tool's own functions.
+
+Each simulated study draws one value per (variant, seed) from a model of what ablations give,
+with a latent seed effect shared by every variant at a seed (that is what makes a seed a pair):
+latent = (seed + noise) / sqrt 2 (sd 1, correlation 0.5 between two variants at a seed) plus the
+variant's effect, and
+
+- ``normal``: value = 5 + latent;
+- ``skewed``: exp(latent / 2) (lognormal: a long right tail, the differences are skewed);
+- ``ceiling``: accuracy 0.97 + 0.02 x latent, clipped at 1 (ties at 1.000, as saturated tasks give);
+- ``bimodal``: 1.0 when latent > 0.5 ("solved"), else chance 0.5 + 0.02 noise (seeds that split
+  into solved and stuck, as the order task's do).
+
+It measures, for n = 3..15 seeds per variant:
+
+1. the coverage of every interval the reports print, against the confidence printed beside
+   it: the primary test's (paired signed-rank with Tukey's interval of the pseudomedian of the
+   differences, unpaired Mann-Whitney with the Hodges-Lehmann shift; printed: the achieved
+   confidence, ``ci_confidence``), the IQM's (Yuen, printed 95 %), and ``ablate aggregate``'s
+   IQM and P(improve) (stratified bootstrap over 3 tasks of 5 seeds, printed 95 %), under no
+   effect and under an effect of 0.5 latent sd;
+2. the type-I error of the primary test per comparison and family-wise (Holm, 2 variants
+   against one baseline), and of adaptive seeds per comparison and family-wise: the issue's
+   5/15/5 schedule and the shipped spec's 8/16/4 (experiments/ablations/*-adaptive.yaml), run
+   with the real ``adaptive.look``, ``verdicts`` and ``grow`` on a real ExperimentSpec; a false
+   positive is a comparison the final report calls different (p_holm <= alpha);
+3. the power ``ablate power`` promises: pilots of 5 paired seeds, its recommended n
+   (``power.answer``, ``--delta`` = the true pseudomedian, target 0.8), the true power at that
+   n (simulated with the primary test's rule), the share of pilots whose answer reaches 0.8,
+   and how often the truly needed n lies in the printed 80 % range.
+
+The truths (the pseudomedian of the differences, the shift, the IQM, P(improve)) are computed
+from 400,000 draws of the model. ``--quick`` runs a twentieth of the replicates and caps
+``ablate power``'s search at 40 seeds: smoke, not data.
+
+Two replicas, both checked against the original on the way (an AssertionError otherwise):
+``power.power``'s simulated studies are counted once per n (the effect at which each study
+starts to reject is a threshold on its Walsh averages, so one sort serves every effect:
+answers are identical), and the true power runs the signed-rank rule of ``inference`` on a
+batch of studies at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import shlex
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from ablate.experiments.config import TrainConfig
+from ablate.experiments.seeds import AdaptiveSeeds
+from ablate.experiments.spec import ExperimentSpec
+from ablate.sweeps.run.adaptive import grow, look, verdicts
+from ablate.sweeps.stats import power as power_mod
+from ablate.sweeps.stats.aggregate import aggregate
+from ablate.sweeps.stats.exact import holm
+from ablate.sweeps.stats.inference import ALPHA, kth, mann_whitney, null_cdf, signed_rank, trimmed_mean_ci
+from ablate.sweeps.stats.power import answer, fit
+from ablate.sweeps.stats.rows import CellRow
+
+ROOT = Path(__file__).resolve().parent
+OUT = ROOT / "results" / "stats-calibration.json"
+DOCS = ROOT.parent / "docs" / "pages" / "explanations" / "statistics.md"
+BLOCK = re.compile(r"(<!-- calibration -->\n).*?(<!-- /calibration -->)", re.DOTALL)
+NS = (3, 4, 5, 6, 7, 8, 10, 12, 15)
+TRUTH_DRAWS = 400_000
+EFFECT = 0.5  # in latent sd units
+TARGET = 0.8  # ablate power's default target
+SLACK = 0.01  # the done-when tolerance: 1 percentage point
+SCHEDULES = {"5/15/5": AdaptiveSeeds(min=5, max=15, step=5), "8/16/4": AdaptiveSeeds(min=8, max=16, step=4)}
+FULL = {
+    "interval": 4000,
+    "type_one": 4000,
+    "sequential": 2000,
+    "aggregate": 2000,
+    "pilots": 1000,
+    "true_power": 4000,
+}
+QUICK = {
+    "interval": 200,
+    "type_one": 200,
+    "sequential": 100,
+    "aggregate": 100,
+    "pilots": 20,
+    "true_power": 400,
+}
+QUICK_MAX_SEEDS = 40
+REFINE, REFINE_FACTOR = 0.015, 4  # true power within 1.5 pt of the target: 5x the studies
+MODELS = ("normal", "skewed", "ceiling", "bimodal")
+# The models the done-when criteria hold on (the issue's: normal, skewed, ceiling-bounded); the
+# bimodal "solved / stuck" model is measured beside them, and the docs say where it fails.
+CRITERION_MODELS = ("normal", "skewed", "ceiling")
+
+
+def _value(model: str, latent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    if model == "normal":
+        return 5.0 + latent  # positive, so that ablate aggregate can normalize it
+    if model == "skewed":
+        return np.exp(0.5 * latent)
+    if model == "ceiling":
+        return np.minimum(1.0, 0.97 + 0.02 * latent)
+    if model == "bimodal":
+        return np.where(latent > 0.5, 1.0, 0.5 + 0.02 * rng.standard_normal(latent.shape))
+    raise ValueError(model)
+
+
+def draw(
+    model: str, rng: np.random.Generator, shape: tuple[int, ...], effects: tuple[float, ...]
+) -> list[np.ndarray]:
+    """One array per variant (baseline first, effect 0), sharing each seed's latent effect."""
+    seed = rng.standard_normal(shape)
+    return [
+        _value(model, (seed + rng.standard_normal(shape)) / math.sqrt(2) + e, rng) for e in (0.0, *effects)
+    ]
+
+
+def truths(model: str, rng: np.random.Generator) -> dict[str, float]:
+    """The estimands under EFFECT: pseudomedian of paired differences, HL shift, IQM, P(improve)."""
+    y, x = draw(model, rng, (TRUTH_DRAWS,), (EFFECT,))
+    d = x - y
+    half = TRUTH_DRAWS // 2
+    x2, y2 = x[:half], y[half:]  # independent pairs for the unpaired shift
+    return {
+        "pseudomedian": float(np.median((d[:half] + d[half:]) / 2)),
+        "median_difference": float(np.median(d)),
+        "shift": float(np.median(x2 - y2)),
+        "iqm_variant": float(stats.trim_mean(x, 0.25)),
+        "iqm_baseline": float(stats.trim_mean(y, 0.25)),
+        "p_improve": float(np.mean(x2 > y2) + 0.5 * np.mean(x2 == y2)),
+        "iqm_normalized": float(stats.trim_mean(x / np.median(y), 0.25)),
+    }
+
+
+def _covers(ci: tuple[float, float] | list[float] | None, truth: float) -> bool:
+    return ci is not None and ci[0] <= truth <= ci[1]
+
+
+def coverage(
+    model: str, n: int, reps: int, truth: dict[str, float], rng: np.random.Generator
+) -> dict[str, float | None]:
+    """The share of printed intervals that hold their estimand (None: no interval is printed at n).
+
+    Diagnostics beside them (not printed by the reports): ``paired_effect_of_median``, the paired
+    interval's coverage of the median difference instead of the pseudomedian (they differ when
+    the differences are asymmetric), and ``iqm_zero_width``, the share of Yuen intervals of
+    width 0 (the kept values all tie)."""
+    keys = (
+        "paired_null",
+        "paired_effect",
+        "unpaired_null",
+        "unpaired_effect",
+        "iqm",
+        "paired_effect_of_median",
+    )
+    hits = dict.fromkeys(keys, 0)
+    shown = dict.fromkeys(keys, 0)
+    zero_width = 0
+    for _ in range(reps):
+        y, y0, x = draw(model, rng, (n,), (0.0, EFFECT))  # y0: a paired variant with no effect
+        other, other0 = draw(model, rng, (n,), (0.0,))  # independent seeds for the unpaired side
+        paired = signed_rank(x - y).ci
+        iqm = trimmed_mean_ci(x)
+        zero_width += iqm is not None and iqm[1] == iqm[0]
+        for key, ci, t in (
+            ("paired_null", signed_rank(y0 - y).ci, 0.0),
+            ("paired_effect", paired, truth["pseudomedian"]),
+            ("unpaired_null", mann_whitney(other0, y).ci, 0.0),
+            ("unpaired_effect", mann_whitney(x, other).ci, truth["shift"]),
+            ("iqm", iqm, truth["iqm_variant"]),
+            ("paired_effect_of_median", paired, truth["median_difference"]),
+        ):
+            shown[key] += ci is not None
+            hits[key] += _covers(ci, t)
+    out: dict[str, float | None] = {k: (hits[k] / shown[k] if shown[k] else None) for k in keys}
+    out["iqm_zero_width"] = zero_width / reps
+    return out
+
+
+def confidence_printed(n: int) -> dict[str, float | None]:
+    """The confidence the reports print beside the primary test's interval at n seeds (it
+    depends on n only), and the IQM interval's nominal one."""
+    z = np.arange(1.0, n + 1.0)
+    return {
+        "paired": signed_rank(z).confidence,
+        "unpaired": mann_whitney(z, z + 0.5).confidence,
+        "iqm": 1 - ALPHA,
+    }
+
+
+def type_one(model: str, n: int, reps: int, rng: np.random.Generator) -> dict[str, float]:
+    """Rejection rates under no effect: one paired comparison, one unpaired, and Holm over two
+    paired comparisons sharing the baseline (per comparison and family-wise)."""
+    paired = unpaired = per = family = 0
+    for _ in range(reps):
+        y, a, b = draw(model, rng, (n,), (0.0, 0.0))
+        pa = signed_rank(a - y)
+        paired += pa.rejects
+        unpaired += mann_whitney(a, draw(model, rng, (n,), ())[0]).rejects
+        adj = holm([pa.p, signed_rank(b - y).p])
+        hit = [p is not None and p <= ALPHA for p in adj]
+        per += sum(hit)
+        family += any(hit)
+    return {
+        "paired": paired / reps,
+        "unpaired": unpaired / reps,
+        "holm_per": per / (2 * reps),
+        "holm_family": family / reps,
+    }
+
+
+# ---- adaptive seeds ------------------------------------------------------------------------------
+
+
+def _spec(schedule: AdaptiveSeeds) -> ExperimentSpec:
+    """A study of two variants and a baseline (no data override: paired) with this schedule."""
+    return ExperimentSpec(
+        name="sim",
+        base=TrainConfig(),
+        variants={"baseline": {}, "a": {"model.sim": 1}, "b": {"model.sim": 2}},
+        seeds=tuple(range(schedule.min)),
+        heatmap_seeds=(),
+        metric="m",
+        direction="maximize",
+        adaptive=schedule,
+    )
+
+
+def sequential(model: str, reps: int, rng: np.random.Generator, schedule: AdaptiveSeeds) -> dict[str, float]:
+    """Adaptive seeds under no effect, as ``ablate sweep`` runs them (grid._next_round): at each
+    look the real ``look`` (summarize with the schedule's looks) and ``verdicts``, then ``grow``;
+    a false positive is a comparison the final report calls different (p_holm <= alpha)."""
+    spec0 = _spec(schedule)
+    per = family = stopped_early = 0
+    seeds_used = []
+    for _ in range(reps):
+        full = dict(zip(spec0.variants, draw(model, rng, (schedule.max,), (0.0, 0.0)), strict=True))
+        spec = spec0
+        while True:
+            rows = [CellRow(v, s, metrics={"m": float(full[v][s])}) for v, s in spec.cells()]
+            summary = look(spec, rows)
+            undecided = [v for v, e in verdicts(summary, schedule).items() if not e["decided"]]
+            grown = grow(spec, undecided) if undecided else None
+            if grown is None:
+                break
+            spec = grown
+        hit = [
+            summary["variants"][v]["p_holm"] is not None and summary["variants"][v]["p_holm"] <= ALPHA
+            for v in ("a", "b")
+        ]
+        per += sum(hit)
+        family += any(hit)
+        counts = {v: summary["variants"][v]["n"] for v in ("a", "b")}
+        stopped_early += any(c < schedule.max for c in counts.values())
+        seeds_used.append(summary["variants"]["baseline"]["n"])
+    return {
+        "per": per / (2 * reps),
+        "family": family / reps,
+        "stopped_early": stopped_early / reps,
+        "mean_baseline_seeds": float(np.mean(seeds_used)),
+        "looks": schedule.looks,
+    }
+
+
+# ---- ablate power ---------------------------------------------------------------------------------
+
+
+class _Thresholds:
+    """``power.power(paired=True, n, effect, alpha)`` with its own seeded studies, counted once per n.
+
+    A study of ``power`` (z: n standard normals, d = z + effect) rejects when at most k - 1 of
+    the pair sums d_i + d_j (i <= j) are <= 0, i.e. when effect > -s_(k) / 2 (s the sorted pair
+    sums of z), or at most k - 1 are >= 0, i.e. effect < -s_(M+1-k) / 2. So one partition of the
+    pair sums per study gives the power at every effect."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[int, float], tuple[np.ndarray, np.ndarray, int]] = {}
+        self.original = power_mod.power
+
+    def _at(self, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray, int]:
+        key = (n, alpha)
+        if key not in self.cache:
+            k = kth(null_cdf(True, n, n)[0], alpha)
+            rng = np.random.default_rng([0, n, 1])  # power's stream: seed 0, n, paired
+            i, j = np.triu_indices(n)
+            m = i.size
+            up, down = [], []
+            for start in range(0, power_mod.DRAWS, 500):  # power's batches, so the same draws
+                z = rng.standard_normal((min(500, power_mod.DRAWS - start), n))
+                s = np.partition(z[:, i] + z[:, j], [k - 1, m - k], axis=1)
+                up.append(-s[:, k - 1] / 2)
+                down.append(-s[:, m - k] / 2)
+            self.cache[key] = (np.sort(np.concatenate(up)), np.sort(np.concatenate(down)), power_mod.DRAWS)
+        return self.cache[key]
+
+    def power(
+        self,
+        paired: bool,
+        n: int,
+        effect: float,
+        alpha: float,
+        *,
+        draws: int = power_mod.DRAWS,
+        seed: int = 0,
+    ) -> float:
+        if not paired or seed != 0 or draws != power_mod.DRAWS or not math.isfinite(effect):
+            return self.original(paired, n, effect, alpha, draws=draws, seed=seed)
+        if kth(null_cdf(True, n, n)[0], alpha) == 0:
+            return 0.0
+        up, down, total = self._at(n, alpha)
+        return (
+            int(np.searchsorted(up, effect, side="left"))
+            + int(down.size - np.searchsorted(down, effect, side="right"))
+        ) / total
+
+    def check(self) -> None:
+        """Identical answers to ``power.power`` on a grid of n and effects."""
+        for n in (6, 9, 14):
+            for effect in (-0.4, 0.0, 0.3, 0.8, 1.5):
+                fast, slow = self.power(True, n, effect, ALPHA), self.original(True, n, effect, ALPHA)
+                assert fast == slow, (n, effect, fast, slow)
+
+
+@contextlib.contextmanager
+def fast_power(thresholds: _Thresholds) -> Iterator[None]:
+    """``power.power`` replaced by the threshold count while ``answer`` runs (its needed, curve)."""
+    power_mod.power = thresholds.power
+    try:
+        yield
+    finally:
+        power_mod.power = thresholds.original
+
+
+def _rejects(d: np.ndarray, alpha: float) -> np.ndarray:
+    """``signed_rank(row, alpha=alpha).rejects`` for every row of d (n <= EXACT_WILCOXON_N):
+    p = min(1, 2 min(cdf[#A <= 0], cdf[#A >= 0])) over the Walsh averages A."""
+    n = d.shape[1]
+    cdf = np.asarray(null_cdf(True, n)[0])
+    i, j = np.triu_indices(n)
+    walsh = (d[:, i] + d[:, j]) / 2
+    low, high = np.count_nonzero(walsh <= 0, axis=1), np.count_nonzero(walsh >= 0, axis=1)
+    return np.minimum(1.0, 2 * np.minimum(cdf[low], cdf[high])) <= alpha
+
+
+def true_power(model: str, n: int, reps: int, rng: np.random.Generator, alpha: float = ALPHA) -> float:
+    """P(the primary paired test rejects) with n seeds of the model under EFFECT."""
+    hits, checked = 0, False
+    for start in range(0, reps, 500):
+        y, x = draw(model, rng, (min(500, reps - start), n), (EFFECT,))
+        rej = _rejects(x - y, alpha)
+        if not checked:  # the batch rule is the test's own
+            assert all(signed_rank(x[r] - y[r], alpha=alpha).rejects == rej[r] for r in range(20)), (model, n)
+            checked = True
+        hits += int(rej.sum())
+    return hits / reps
+
+
+def power_check(
+    model: str,
+    pilots: int,
+    reps: int,
+    truth: dict[str, float],
+    rng: np.random.Generator,
+    thresholds: _Thresholds,
+    max_seeds: int,
+) -> dict[str, Any]:
+    """``ablate power`` on 5-seed pilots of a paired comparison with --delta = the true pseudomedian."""
+    cache: dict[int, float] = {}
+    refined: list[int] = []
+
+    def power_at(n: int) -> float:
+        """True power at n; within REFINE of the target (where the Monte Carlo error could flip
+        "reaches the target") from REFINE_FACTOR x more studies."""
+        if n not in cache:
+            p = true_power(model, n, reps, rng)
+            if abs(p - TARGET) < REFINE:
+                more = REFINE_FACTOR * reps
+                p = (p * reps + true_power(model, n, more, rng) * more) / (reps + more)
+                refined.append(n)
+            cache[n] = p
+        return cache[n]
+
+    true_n = next((n for n in range(2, max_seeds + 1) if power_at(n) >= TARGET), None)
+    answers = []
+    with fast_power(thresholds):
+        for _ in range(pilots):
+            y, x = draw(model, rng, (5,), (EFFECT,))
+            pilot = fit("v", x, y, paired=True)
+            answers.append(
+                answer(pilot, delta=truth["pseudomedian"], target=TARGET, alpha=ALPHA, max_seeds=max_seeds)
+            )
+    ns = [a.seeds for a in answers if a.seeds is not None]
+    reach = [power_at(n) >= TARGET for n in ns]
+    big = max_seeds + 1  # an end of the range above max_seeds ("more than max")
+
+    def inside(a: power_mod.Answer) -> bool:
+        low, high = (big if e is None else e for e in a.seeds_range)
+        return low <= (big if true_n is None else true_n) <= high
+
+    return {
+        "true_n": true_n,
+        "true_power_by_n": {n: cache[n] for n in sorted(cache)},
+        "true_power_refined_at": sorted(refined),
+        "recommended_median": float(np.median(ns)) if ns else None,
+        "recommended_p10_p90": [float(q) for q in np.percentile(ns, [10, 90])] if ns else None,
+        "share_reaching_target": float(np.mean(reach)) if reach else None,
+        # over every pilot, an answer "more than max_seeds" counting as reaching when the truly
+        # needed n is below max_seeds (whoever follows it runs more seeds than needed)
+        "share_reaching_target_all": float(
+            np.mean(
+                [power_at(a.seeds) >= TARGET if a.seeds is not None else true_n is not None for a in answers]
+            )
+        ),
+        "true_power_at_recommended_median": float(np.median([power_at(n) for n in ns])) if ns else None,
+        "share_true_n_in_range": float(np.mean([inside(a) for a in answers])),
+        "answers_above_max": sum(a.seeds is None for a in answers),
+        "max_seeds": max_seeds,
+    }
+
+
+def aggregate_coverage(
+    model: str, reps: int, truth: dict[str, float], rng: np.random.Generator, n: int = 5
+) -> dict[str, float]:
+    """``ablate aggregate`` over 3 tasks of n seeds (the same model): coverage of its IQM and
+    P(improve) intervals (printed 95 %)."""
+    iqm = pi = 0
+    for r in range(reps):
+        tasks = {}
+        for t in range(3):
+            y, x = draw(model, rng, (n,), (EFFECT,))
+            tasks[f"t{t}"] = {"baseline": y, "v": x}
+        out = aggregate(tasks, "baseline", seed=r)["variants"]["v"]
+        iqm += _covers(out["iqm_ci95"], truth["iqm_normalized"])
+        pi += _covers(out["p_improve_ci95"], truth["p_improve"])
+    return {"iqm": iqm / reps, "p_improve": pi / reps}
+
+
+# ---- the run ----------------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    """The CPU model (/proc/cpuinfo, else platform) and the cores this process may use."""
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cpu}, {cores} cores, {platform.system()} {platform.machine()}"
+
+
+def run(quick: bool, command: str) -> dict[str, Any]:
+    reps = QUICK if quick else FULL
+    max_seeds = QUICK_MAX_SEEDS if quick else power_mod.MAX_SEEDS
+    start = time.perf_counter()
+    thresholds = _Thresholds()
+    thresholds.check()
+    out: dict[str, Any] = {
+        "meta": {
+            "command": command,
+            "machine": machine(),
+            "date": datetime.date.today().isoformat(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "quick": quick,
+        },
+        "replicates": reps,
+        "effect_latent_sd": EFFECT,
+        "alpha": ALPHA,
+        "printed_confidence": {n: confidence_printed(n) for n in NS},
+        "models": {},
+    }
+    for i, model in enumerate(MODELS):
+        rng = np.random.default_rng([2026, i])
+        t0 = time.perf_counter()
+        truth = truths(model, rng)
+        out["models"][model] = {
+            "truth": truth,
+            "coverage": {n: coverage(model, n, reps["interval"], truth, rng) for n in NS},
+            "type_one": {n: type_one(model, n, reps["type_one"], rng) for n in NS},
+            "sequential": {
+                name: sequential(model, reps["sequential"], rng, s) for name, s in SCHEDULES.items()
+            },
+            "aggregate_n5": aggregate_coverage(model, reps["aggregate"], truth, rng),
+            "power": power_check(
+                model, reps["pilots"], reps["true_power"], truth, rng, thresholds, max_seeds
+            ),
+        }
+        print(f"{model}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    out["meta"]["seconds"] = round(time.perf_counter() - start, 1)
+    out["checks"] = checks(out)
+    return out
+
+
+def checks(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """The done-when criteria, each with its worst cell: coverage of every printed interval >=
+    printed - 1 pt and true power at the recommended n >= target in at least half the pilots on
+    CRITERION_MODELS; type-I <= alpha + 1 pt (primary test, Holm, adaptive seeds; per comparison
+    and family-wise) on every model."""
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, cells: list[tuple[str, float, float]], lower: bool, slack: float = SLACK) -> None:
+        """cells: (where, value, bound); lower: value must be >= bound - slack, else <= bound + slack."""
+        margin = [(v - b if lower else b - v, w, v, b) for w, v, b in cells]
+        m, where, value, bound = min(margin)
+        out.append(
+            {"criterion": name, "worst": where, "value": value, "bound": bound, "pass": m >= -slack - 1e-12}
+        )
+
+    pc = res["printed_confidence"]
+    models = {k: m for k, m in res["models"].items() if k in CRITERION_MODELS}
+    for design in ("paired", "unpaired"):
+        for case in ("null", "effect"):
+            cells = [
+                (f"{model} n={n}", c[f"{design}_{case}"], pc[n][design])
+                for model, m in models.items()
+                for n, c in m["coverage"].items()
+                if c[f"{design}_{case}"] is not None
+            ]
+            add(
+                f"coverage, {design} interval, {'no effect' if case == 'null' else 'effect'} (>= printed - 1)",
+                cells,
+                True,
+            )
+    # Yuen's IQM interval is not a criterion: the reports do not print it (it covers 92-95 %).
+    for key, label in (("iqm", "IQM"), ("p_improve", "P(improve)")):
+        cells = [(model, m["aggregate_n5"][key], 0.95) for model, m in models.items()]
+        add(f"coverage, aggregate {label} interval (>= 95 - 1)", cells, True)
+    for key, label in (
+        ("paired", "paired test"),
+        ("unpaired", "unpaired test"),
+        ("holm_per", "Holm, per comparison"),
+        ("holm_family", "Holm, family-wise"),
+    ):
+        cells = [
+            (f"{model} n={n}", t[key], res["alpha"])
+            for model, m in res["models"].items()
+            for n, t in m["type_one"].items()
+        ]
+        add(f"type-I, {label} (<= 5 + 1)", cells, False)
+    for key, label in (("per", "per comparison"), ("family", "family-wise")):
+        cells = [
+            (f"{model} {name}", s[key], res["alpha"])
+            for model, m in res["models"].items()
+            for name, s in m["sequential"].items()
+        ]
+        add(f"type-I, adaptive seeds, {label} (<= 5 + 1)", cells, False)
+    cells = [(model, m["power"]["share_reaching_target"] or 0.0, 0.5) for model, m in models.items()]
+    add("ablate power: share of pilots whose recommended n has true power >= 0.8 (>= 50)", cells, True, 0.0)
+    return out
+
+
+# ---- the docs' block -----------------------------------------------------------------------------
+
+
+def _mc_sd(p: float, reps: int) -> str:
+    return f"{100 * math.sqrt(p * (1 - p) / reps):.1f}"
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def markdown(res: dict[str, Any]) -> str:
+    """The docs' tables: coverage against the printed confidence, type-I, sequential, power, checks."""
+    meta, reps = res["meta"], res["replicates"]
+    lines = [
+        f"Measured by `{meta['command']}` on {meta['machine']}, {meta['date']} "
+        f"({meta['seconds'] / 60:.0f} min; Python {meta['python']}, NumPy {meta['numpy']}"
+        + ("; **--quick: smoke, not data**" if meta["quick"] else "")
+        + f"). Replicates: {reps['interval']} studies per coverage cell, {reps['type_one']} per type-I cell, "
+        f"{reps['sequential']} adaptive studies per schedule, {reps['aggregate']} aggregates, "
+        f"{reps['pilots']} pilots (true power from {reps['true_power']} studies per n, {(1 + REFINE_FACTOR) * reps['true_power']} within {100 * REFINE:.1f} pt of 0.8). The effect is "
+        f"{res['effect_latent_sd']} latent sd; numbers are percentages (Monte Carlo sd of a cell: "
+        f"{_mc_sd(0.95, reps['interval'])} pt at 95 %, {_mc_sd(0.05, reps['type_one'])} pt at 5 %, "
+        f"{_mc_sd(0.5, reps['pilots'])} pt for a share of pilots near 50 %).",
+        "",
+        "**Coverage of the printed intervals.** Paired: the signed-rank test's interval of the "
+        "pseudomedian of the differences; unpaired: Mann-Whitney's interval of the shift; printed: the "
+        "confidence the report prints beside them (–: these seeds cannot reach 95 %, no interval is "
+        "printed); IQM: Yuen's interval at nominal 95 %, kept in summary.json but not printed by the reports "
+        "(it is below 94 % here). The done-when checks at the end hold the intervals and power to the "
+        "normal, skewed and ceiling models; the bimodal (solved / stuck) model is shown beside them.",
+        "",
+        "| model | n | paired printed | paired, no effect | paired, effect | unpaired printed | unpaired, no effect | unpaired, effect | IQM (Yuen, 95) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for model, m in res["models"].items():
+        for n, c in m["coverage"].items():
+            p = res["printed_confidence"][n]
+            lines.append(
+                f"| {model} | {n} | {_pct(p['paired'])} | {_pct(c['paired_null'])} | {_pct(c['paired_effect'])} "
+                f"| {_pct(p['unpaired'])} | {_pct(c['unpaired_null'])} | {_pct(c['unpaired_effect'])} | {_pct(c['iqm'])} |"
+            )
+    lines += [
+        "",
+        "**Type-I error at α = 5 %** (no effect; Holm over two variants sharing a baseline):",
+        "",
+        "| model | n | paired | unpaired | Holm, per comparison | Holm, family-wise |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for model, m in res["models"].items():
+        for n, t in m["type_one"].items():
+            lines.append(
+                f"| {model} | {n} | {_pct(t['paired'])} | {_pct(t['unpaired'])} | {_pct(t['holm_per'])} | {_pct(t['holm_family'])} |"
+            )
+    names = list(SCHEDULES)
+    lines += [
+        "",
+        "**Adaptive seeds** (`seeds: {min, max, step, stop: separated}`, two variants and a baseline, no "
+        f"effect, {reps['sequential']} studies per schedule, the real look / verdicts / grow; a false "
+        "positive: p Holm ≤ 0.05 in the final report) and **the aggregate** (`ablate aggregate` of 3 tasks "
+        f"of 5 seeds, {reps['aggregate']} replicates, effect present, printed 95 %):",
+        "",
+        "| model | "
+        + " | ".join(f"{s}: per comparison | {s}: family-wise | {s}: stopped early" for s in names)
+        + " | aggregate IQM coverage | aggregate P(improve) coverage |",
+        "|---|" + "---:|" * (3 * len(names) + 2),
+    ]
+    for model, m in res["models"].items():
+        seq = " | ".join(
+            f"{_pct(m['sequential'][s]['per'])} | {_pct(m['sequential'][s]['family'])} | {_pct(m['sequential'][s]['stopped_early'])}"
+            for s in names
+        )
+        a = m["aggregate_n5"]
+        lines.append(f"| {model} | {seq} | {_pct(a['iqm'])} | {_pct(a['p_improve'])} |")
+    lines += [
+        "",
+        f"**`ablate power`** ({reps['pilots']} pilots of 5 paired seeds per model, `--delta` = the true "
+        "pseudomedian, target power 0.8, the search up to "
+        f"{next(iter(res['models'].values()))['power']['max_seeds']} seeds; true power by simulation of the signed-rank test):",
+        "",
+        "| model | seeds truly needed | recommended: median (10–90 %) | true power at the median answer | answers with true power ≥ 0.8 | the same, an answer above the max counted as enough | truly needed n inside the printed 80 % range | answers above the max |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for model, m in res["models"].items():
+        p = m["power"]
+        q = p["recommended_p10_p90"]
+        med = (
+            "–"
+            if p["recommended_median"] is None
+            else f"{p['recommended_median']:.0f} ({q[0]:.0f}–{q[1]:.0f})"
+        )
+        true_n = p["true_n"] if p["true_n"] is not None else f"> {p['max_seeds']}"
+        lines.append(
+            f"| {model} | {true_n} | {med} | {_pct(p['true_power_at_recommended_median'])} | {_pct(p['share_reaching_target'])} "
+            f"| {_pct(p['share_reaching_target_all'])} | {_pct(p['share_true_n_in_range'])} | {p['answers_above_max']} |"
+        )
+    lines += [
+        "",
+        "**Checks** (worst cell of each):",
+        "",
+        "| criterion | worst cell | value | bound | pass |",
+        "|---|---|---:|---:|---|",
+    ]
+    for c in res["checks"]:
+        lines.append(
+            f"| {c['criterion']} | {c['worst']} | {_pct(c['value'])} | {_pct(c['bound'])} | {'yes' if c['pass'] else '**no**'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _keys_to_str(x: object) -> object:
+    if isinstance(x, dict):
+        return {str(k): _keys_to_str(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_keys_to_str(v) for v in x]
+    return x
+
+
+def _keys_to_int(x: object) -> object:
+    """JSON's string keys "3".."15" back to the ints the tables index by."""
+    if isinstance(x, dict):
+        return {(int(k) if k.isdigit() else k): _keys_to_int(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_keys_to_int(v) for v in x]
+    return x
+
+
+def write_docs(table: str, page: Path = DOCS) -> None:
+    """Replace the ``<!-- calibration -->`` block of ``page`` with ``table``."""
+    text = page.read_text()
+    if not BLOCK.search(text):
+        raise SystemExit(f"{page} has no <!-- calibration --> ... <!-- /calibration --> block")
+    page.write_text(BLOCK.sub(lambda m: m.group(1) + table + m.group(2), text))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m ablate.benchmarks.stats_calibration", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--quick", action="store_true", help="a twentieth of the replicates (smoke, not data)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"JSON output (default {OUT.relative_to(ROOT.parent)} unless --quick)",
+    )
+    ap.add_argument("--docs", action="store_true", help=f"rewrite the calibration block of {DOCS.name}")
+    ap.add_argument("--md", type=Path, default=None, help="also write the block's markdown to this file")
+    ap.add_argument("--from-json", type=Path, default=None, help="render a saved result instead of running")
+    args = ap.parse_args(argv)
+    if args.from_json is not None:
+        res = _keys_to_int(json.loads(args.from_json.read_text()))
+    else:
+        raw = sys.argv[1:] if argv is None else argv
+        kept = [a for a in raw if a in ("--quick",)]  # the arguments that change the numbers
+        res = run(args.quick, shlex.join(["python", "-m", "ablate.benchmarks.stats_calibration", *kept]))
+        out = args.out or (None if args.quick else OUT)
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(_keys_to_str(res), indent=1) + "\n")
+    table = markdown(res)
+    print(table)
+    if args.md is not None:
+        args.md.write_text(table)
+    if args.docs:
+        write_docs(table)
+    return 0 if all(c["pass"] for c in res["checks"]) or res["meta"]["quick"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
