@@ -21,6 +21,8 @@ OPTION_RANGES: dict[str, Range] = {
     "alpha": Range(0, 1, lo_open=True, hi_open=True),
     "max_seeds": Range(3, 1000),
     "delta": Range(-1e6, 1e6),
+    "cells": Range(1, 100_000),
+    "seed": Range(0, 2**32 - 1),
 }
 
 

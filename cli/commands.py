@@ -5,6 +5,7 @@ with its namespace; a ``ConfigError`` becomes exit code 2 there)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.print_config:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
         return 0
+    pin_process(cfg.trainer.cpu_isa)
     from ablate.experiments.train import default_out, train
 
     out = Path(args.out) if args.out else default_out(cfg)
@@ -227,6 +229,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
     paths = compare_runs(Path(args.run_a), Path(args.run_b), out)
     console.print(f"comparison: {paths['html']} and {paths['markdown']}", markup=False)
     return 0
+
+
+def pin_process(cpu_isa: str) -> None:
+    """Restart this command with a pinned CPU ISA's environment when it was started without it:
+    ATen, oneDNN and MKL read those variables only when torch loads (experiments/machine.py)."""
+    from ablate.experiments.machine import check_isa, isa_env
+
+    want = isa_env(cpu_isa)
+    if all(os.environ.get(k) == v for k, v in want.items()):
+        return  # native, or started pinned (the cell checks that the pin took: require_pinned)
+    check_isa(cpu_isa)
+    console.print(f"restarting with {' '.join(f'{k}={v}' for k, v in want.items())} (cpu_isa={cpu_isa})")
+    os.execve(sys.executable, [sys.executable, "-m", "ablate", *sys.argv[1:]], {**os.environ, **want})
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ablate.sweeps.run.verify import exit_code, format_checks, locate, read_spec, verify
+
+    pin_process(read_spec(locate(args.path)[0]).base.trainer.cpu_isa)  # rerun as the cells ran
+    checks = verify(args.path, cells=args.cells, seed=args.seed, progress=not args.no_progress)
+    for line in format_checks(checks):
+        out_console.print(line, markup=False)
+    return exit_code(checks)
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:

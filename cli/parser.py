@@ -25,6 +25,7 @@ from ablate.cli.commands import (
     cmd_search,
     cmd_sweep,
     cmd_train,
+    cmd_verify,
     cmd_wandb_report,
     cmd_wandb_sweep,
 )
@@ -230,6 +231,18 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("run_b", help="second sweep run folder")
     cp.add_argument("--out", help="output folder (default RUN_A-vs-NAME_B)")
     cp.set_defaults(func=cmd_compare)
+
+    vf = sub.add_parser(
+        "verify", help="rerun a few finished cells here and check they give the same numbers, bit for bit"
+    )
+    vf.add_argument(
+        "path",
+        help="a sweep run folder, or a committed result's prefix (PREFIX.spec.json, PREFIX.results.csv)",
+    )
+    vf.add_argument("--cells", type=int, default=2, help="cells to rerun, drawn at random (default 2)")
+    vf.add_argument("--seed", type=int, default=0, help="seed of that draw (default 0)")
+    vf.add_argument("--no-progress", action="store_true", help="no progress bar while a cell trains")
+    vf.set_defaults(func=cmd_verify)
 
     rr = sub.add_parser("reproduce", help="run a preset ablation end to end")
     rr.add_argument("name", nargs="?", help="preset name (see --list)")

@@ -13,6 +13,7 @@ from typing import Any, Literal, NamedTuple
 
 from ablate.datamodules.config import DataConfig
 from ablate.errors import ConfigError, Range, require, short, validate_fields
+from ablate.experiments.machine import check_isa
 from ablate.experiments.parsing import as_mapping, parse_overrides
 from ablate.lit_modules.config import ModelConfig, OptimConfig
 from ablate.lit_modules.plugins import import_plugins
@@ -57,6 +58,12 @@ class TrainerConfig:
             " reduction order and so results, so it is part of the configuration, set by every entry "
             "point whatever the worker count"
         ),
+        "cpu_isa": (
+            "`native`: the kernels torch picks for this CPU; `default` / `avx2` / `avx512`: ATen, oneDNN"
+            " and MKL pinned to that level (their environment variables, set in every worker before "
+            "torch loads; `ablate train` restarts itself with them); refused where the CPU lacks it. "
+            "Study-wide; the numerics each cell ran with are recorded either way"
+        ),
         "order_seeds": (
             "`0`: the run seed drives init, data order and dropout together; `n > 0` (set by a spec's"
             " `seed_factors`): seed s initializes from s // n and orders the data by s % n; dropout "
@@ -92,6 +99,10 @@ class TrainerConfig:
     # Intra-op CPU threads of a cell (torch.set_num_threads): the thread count changes the float
     # reduction order, so it is part of the configuration, set the same by every entry point.
     cpu_threads: int = 1
+    # The CPU kernels' ISA (experiments/machine.py): `native` lets ATen, oneDNN and MKL pick for
+    # this CPU; a pinned level sets their environment variables in every process before torch
+    # loads, so that two machines with that ISA can run the same kernels.
+    cpu_isa: Literal["native", "default", "avx2", "avx512"] = "native"
     # 0: the run seed drives init, data order and dropout together. n > 0 (set by a spec's
     # seed_factors): seed s initializes from s // n and orders the data by s % n, so that init
     # and data order vary as separate, crossed factors; dropout stays keyed by s.
@@ -125,6 +136,8 @@ class TrainerConfig:
     def check_machine(self) -> None:
         """Refuse what this machine cannot honour, before anything runs: an absent accelerator,
         fp16 AMP on a CPU (Lightning would silently train in bf16), bf16 on a GPU without it."""
+        if self.cpu_isa != "native":
+            check_isa(self.cpu_isa)
         if self.accelerator in ("auto", "cpu") and self.precision in ("auto", "32-true"):
             return  # always possible; skip importing torch
         device = _device(self.accelerator)
@@ -174,6 +187,7 @@ LATER_DEFAULTS: dict[str, Any] = {
     "model.ffn": "mlp",
     "model.n_kv_heads": None,
     "trainer.numerics_levels": 1,
+    "trainer.cpu_isa": "native",
     "plugins": [],
 }
 

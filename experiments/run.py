@@ -33,6 +33,7 @@ from ablate.datamodules import ClassificationDataModule
 from ablate.errors import ConfigError
 from ablate.experiments.config import TrainConfig
 from ablate.experiments.io import write_json, write_yaml
+from ablate.experiments.machine import numerics_record, require_pinned
 from ablate.experiments.memory import check_memory
 from ablate.lit_modules.classifier import LitClassifier
 from ablate.lit_modules.numerics import perturb_ulp
@@ -50,11 +51,14 @@ class TrialResult:
     wall_s: float
     config: TrainConfig
     extras: dict[str, Any] = field(default_factory=dict)
+    # What the floats were computed with (experiments/machine.py): provenance, not configuration.
+    numerics: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: a NaN metric (a diverged run) becomes null."""
         metrics = {k: (v if math.isfinite(v) else None) for k, v in self.metrics.items()}
-        return {**metrics, "diverged": self.diverged, "steps": self.steps, "wall_s": round(self.wall_s, 3)}
+        out = {**metrics, "diverged": self.diverged, "steps": self.steps, "wall_s": round(self.wall_s, 3)}
+        return out | ({"numerics": self.numerics} if self.numerics else {})
 
 
 def resolve_precision(cfg: TrainConfig) -> str:
@@ -118,6 +122,8 @@ def _setup(
     cfg: TrainConfig, shuffle_seed: int, datamodule: ClassificationDataModule | None
 ) -> ClassificationDataModule:
     cfg.trainer.check_machine()  # every entry point: an accelerator or precision this machine lacks
+    if cfg.trainer.cpu_isa != "native":  # the pin acts only if this process started with it
+        require_pinned(cfg.trainer.cpu_isa)
     quiet_lightning()
     # Part of the cell's configuration: the CPU thread count changes float reduction order, and
     # over thousands of steps that changes results (lookup single_head seed 3: 0.799 vs 0.947).
@@ -260,6 +266,7 @@ def _train_group(
             steps=trainer.global_step if diverged_at is None else diverged_at,
             wall_s=wall / len(seeds),
             config=cfg.override({"seed": seed}),
+            numerics=numerics_record(),
         )
         result.extras.update(model=lit.member_model(k), datamodule=dm)
         if out_dirs is not None:

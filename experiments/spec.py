@@ -174,6 +174,7 @@ STUDY_WIDE = (
     "trainer.cpu_threads",
     "trainer.order_seeds",
     "trainer.numerics_levels",
+    "trainer.cpu_isa",
     "plugins",
 )
 

@@ -42,6 +42,7 @@ from typing import Any
 
 import yaml
 
+from ablate.experiments.machine import NOT_RECORDED, mixed_numerics
 from ablate.sweeps.run.lr_check import SHARED
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import summarize
@@ -270,6 +271,7 @@ def footer(inputs: list[Experiment]) -> str:
     ]
     if overrides:  # a profile's or the command line's, besides the step count the table shows
         line += " Overrides: " + "; ".join(overrides) + "."
+    line += numerics_note([r for _, r in runs])
     line += cell_time_note([(lbl, r.rows) for lbl, r in runs if r.rows is not None])
     if checked := [e for e in inputs if e.lr_runs]:
         line += lr_note([e.label for e in checked], [f for e in checked for f in e.lr_runs])
@@ -285,6 +287,17 @@ def footer(inputs: list[Experiment]) -> str:
             f" per-variant choice does not look at {', '.join(shown_metrics(each))}."
         )
     return line + tuned_note([(e.label, e.tuned.spec) for e in inputs if e.tuned is not None])
+
+
+def numerics_note(runs: list[Run]) -> str:
+    """`` Numerics: <setting> (n cells); ...``: what the cells' floats were computed with, from
+    results.csv's numerics column (experiments/machine.py), so that a table names its machine."""
+    settings = mixed_numerics([c.numerics for r in runs for c in r.rows or [] if c.state == "complete"])
+    if not settings:
+        return ""
+    if [k for k, _ in settings] == [NOT_RECORDED]:
+        return " Numerics: not recorded (the cells ran before ablate recorded them)."
+    return " Numerics: " + "; ".join(f"{k} ({n} cells)" for k, n in settings) + "."
 
 
 def render(inputs: list[Experiment]) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ablate.experiments.config import TrainConfig
+from ablate.experiments.machine import numerics_key
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.report.text import verdict_lines
 from ablate.sweeps.stats.rows import INTERVAL_KEYS, VARIANT_KEYS
@@ -60,6 +61,9 @@ def finish_cell(logger: Any, result: dict[str, Any], heads: dict[str, Any] | Non
 
     run = logger.experiment
     run.summary.update({k: v for k, v in result.items() if not isinstance(v, dict)})
+    if result.get("numerics"):  # the run's numerics: one string, and the record in its config
+        run.summary["numerics"] = numerics_key(result["numerics"])
+        run.config.update({"numerics": result["numerics"]}, allow_val_change=True)
     if heads is not None:
         images = {f"attention/layer{i}": wandb.Image(str(p)) for i, p in enumerate(heads["pngs"])}
         run.log(images)

@@ -256,6 +256,7 @@ def collect_rows(store: CellStore) -> list[CellRow]:
                 trial=t.number if t is not None else None,
                 wandb_id=attrs.get("wandb_id"),
                 error=cell.errors[-1] if cell.errors and cell.state != "complete" else None,
+                numerics=attrs.get("numerics"),
                 metrics=trial_metrics(attrs),
             )
         )

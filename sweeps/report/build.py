@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ablate.experiments.machine import mixed_numerics
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.ledger.cells import CellStore, collect_rows
 from ablate.sweeps.ledger.run_folder import open_run
@@ -65,6 +66,10 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
         summary["rounds"] = store.study.user_attrs.get("rounds", [])
         summary["stop_reason"] = store.study.user_attrs.get("stop_reason")
     summary["verdicts"] = verdicts(spec, rows, summary)
+    # The numerics the complete cells ran with: provenance, not identity (a study may resume on
+    # another machine), so the report says when they are mixed.
+    complete = [r.numerics for r in rows if r.state == "complete"]
+    summary["numerics"] = [{"setting": k, "cells": n} for k, n in mixed_numerics(complete)]
     summary["provenance"] = provenance()  # the code's git commit and the package versions
     if plugins := spec.plugin_records():  # each plugin's module, file, source hash and version
         summary["provenance"]["plugins"] = plugins

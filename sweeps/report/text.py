@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ablate.experiments.machine import NOT_RECORDED
 from ablate.sweeps.stats.summary import seeds_text
 
 
@@ -97,7 +98,7 @@ def row_cells(name: str, v: dict[str, Any], baseline: str, d: int = 3) -> list[s
         str(v["n"]),
         str(v["n_diverged"]),
         f"{fmt(v['median'], f)} [{fmt(v['q1'], f)}, {fmt(v['q3'], f)}]",
-        fmt(v.get("iqm"), f) + _ci(v.get("iqm_ci"), d),
+        fmt(v.get("iqm"), f),
         f"{fmt(v['min'], f)}–{fmt(v['max'], f)}",
         f"{fmt(v['mean'], f)}{std}",
         "0 (baseline)" if name == baseline else delta_text(v, d),
@@ -113,7 +114,7 @@ HEADER = [
     "n",
     "diverged",
     "median [q1, q3]",
-    "IQM [95% CI]",
+    "IQM",
     "min–max",
     "mean ± std",
     "Δ [CI] (confidence)",
@@ -134,8 +135,7 @@ def status_line(summary: dict[str, Any]) -> str:
 
 
 NOTES = (
-    "Median over seeds with IQR; IQM: interquartile mean (trim 25 % each end) with Yuen's 95% "
-    "interval. Δ, its interval and p come from one test, the primary test of the design named "
+    "Median over seeds with IQR; IQM: interquartile mean (trim 25 % each end). Δ, its interval and p come from one test, the primary test of the design named "
     "in 'test': signed-rank = Wilcoxon on the per-seed differences (the variant shares every seed "
     "with the baseline), Δ their Hodges-Lehmann centre; mann-whitney otherwise, Δ the "
     "Hodges-Lehmann shift. The interval is that test inverted, so it excludes 0 exactly when "
@@ -144,8 +144,8 @@ NOTES = (
     "adjusted over the comparisons with the baseline; it decides. "
     "P(improve): P(variant better than baseline) + ½ P(tie), over the per-seed differences when "
     "paired. Diverged seeds are included (a diverged NaN counts as the worst value). "
-    "results.csv and summary.json also keep the difference of medians and the Mann-Whitney p "
-    "(descriptive, not a decision)."
+    "summary.json also keeps the difference of medians, the Mann-Whitney p and Yuen's interval "
+    "of the IQM (descriptive, not a decision: that interval covers 92-95 % in simulation, not 95 %)."
 )
 
 
@@ -242,7 +242,25 @@ def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[s
         for name, ov in spec["variants"].items():
             text = ", ".join(f"{k}={v}" for k, v in ov.items()) if ov else "none (the baseline)"
             lines.append(f"Overrides of {name}: {text}.")
-    return lines + adaptive_lines(summary) + variance_lines(summary)
+    return lines + numerics_lines(summary) + adaptive_lines(summary) + variance_lines(summary)
+
+
+def numerics_lines(summary: dict[str, Any]) -> list[str]:
+    """What the cells' floats were computed with (CPU, kernel ISA, libraries, threads), and a
+    warning when they were not all computed alike: then a difference between cells can come
+    from the machines as well as from the seeds (docs: one cell, one number)."""
+    settings = summary.get("numerics") or []
+    if [s["setting"] for s in settings] == [NOT_RECORDED]:
+        return ["Numerics: not recorded (the cells ran before ablate recorded them)."]
+    if len(settings) == 1:
+        return [f"Numerics: every cell ran with {settings[0]['setting']}."]
+    if not settings:
+        return []
+    each = "; ".join(f"{s['setting']} ({s['cells']} cells)" for s in settings)
+    return [
+        f"Mixed numerics: the cells ran with {len(settings)} settings, so cells may differ by the "
+        f"machine's rounding as well as by seed: {each}."
+    ]
 
 
 def variance_lines(summary: dict[str, Any]) -> list[str]:

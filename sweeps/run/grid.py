@@ -13,7 +13,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from ablate.errors import ConfigError
 from ablate.experiments.io import new_output_folder, write_json, write_yaml
+from ablate.experiments.machine import isa_env
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.ledger.cells import CellStore, collect_rows, open_store
 from ablate.sweeps.ledger.run_folder import check_run_folder, mark_run_folder
@@ -122,6 +124,12 @@ def _run_round(
         ["--no-wandb"] if not use_wandb else []
     )
     left = sum(c.state != "complete" for g in grids for c in g.store.states().values())
+    pins = {g.spec.base.trainer.cpu_isa for g in grids}
+    if len(pins) > 1:
+        raise ConfigError(
+            f"{title}: the studies pin different CPU ISAs ({', '.join(sorted(pins))}); one set of workers "
+            "runs one; sweep them one at a time"
+        )
     run_workers(
         "ablate.sweeps.run.worker",
         args,
@@ -133,6 +141,7 @@ def _run_round(
         # One URL for every study (a --storage given), else each run folder's own study.db.
         url=grids[0].url if storage is not None or len(grids) == 1 else None,
         launcher=launcher,
+        env=isa_env(pins.pop()),
     )
 
 

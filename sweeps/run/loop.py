@@ -173,8 +173,9 @@ def worker_command(module: str, args: list[str]) -> list[str]:
     return [sys.executable, "-P", str(Path(__file__).resolve().with_name("entry.py")), module, *args]
 
 
-def _worker_env(index: int, url: str | None) -> dict[str, str]:
+def _worker_env(index: int, url: str | None, extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != STORAGE_ENV} | ({STORAGE_ENV: url} if url else {})
+    env |= extra  # a pinned CPU ISA: read when the worker's torch loads
     import torch
 
     gpus = torch.cuda.device_count()
@@ -207,7 +208,7 @@ class ProcessHandle:
 
 
 def _start_processes(
-    module: str, worker_args: list[str], run_dir: Path, workers: int, url: str | None
+    module: str, worker_args: list[str], run_dir: Path, workers: int, url: str | None, env: dict[str, str]
 ) -> list[ProcessHandle]:
     (run_dir / "logs").mkdir(exist_ok=True)
     stem = module.rsplit(".", 1)[-1]
@@ -215,7 +216,7 @@ def _start_processes(
     for i in range(workers):
         log = open(run_dir / "logs" / f"{stem}-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
         cmd = worker_command(module, worker_args)
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i, url))
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i, url, env))
         handles.append(ProcessHandle(proc))
     return handles
 
@@ -231,16 +232,18 @@ def run_workers(
     poll: Callable[[], tuple[int, str]],
     url: str | None,
     launcher: Launcher | None = None,
+    env: dict[str, str] | None = None,
 ) -> None:
     """Start ``workers`` workers running ``module`` (processes here, or submitit jobs; see
     sweeps/run/launcher.py) and show one progress bar until they all ended.
 
     ``poll()`` returns (units done, a status text). Ctrl-C is passed on to the workers (SIGINT,
     or the jobs are cancelled), which mark their running trial failed so that the same command
-    resumes it.
+    resumes it. ``env``: variables every worker starts with (a pinned CPU ISA's).
     """
+    env = env or {}
     if launcher is None or launcher.kind == "processes":
-        handles: list[Any] = _start_processes(module, worker_args, run_dir, workers, url)
+        handles: list[Any] = _start_processes(module, worker_args, run_dir, workers, url, env)
         logs = run_dir / "logs"
     else:
         command = worker_command(module, worker_args)
@@ -250,6 +253,7 @@ def run_workers(
             os.environ[STORAGE_ENV] = url
         else:
             os.environ.pop(STORAGE_ENV, None)
+        os.environ.update(env)  # the jobs' torch loads with the pin (this process's already has)
         handles = start_jobs(launcher, command, workers, run_dir, title)
         logs = run_dir / "jobs"
         console.print(f"submitted {workers} {launcher.kind} job(s); their logs: {logs}", markup=False)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ablate.errors import ConfigError
 from ablate.experiments.io import new_output_folder, write_json
+from ablate.experiments.machine import isa_env
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.ledger.run_folder import check_run_folder, mark_run_folder
 from ablate.sweeps.ledger.search_store import SearchStore
@@ -116,6 +117,7 @@ def search(
         poll=poll,
         url=url,
         launcher=launcher,
+        env=isa_env(spec.base.trainer.cpu_isa),
     )
     summary = {"experiment": spec.name, "trials": trials, **store.summary()}
     write_json(run_dir / "search.json", summary)

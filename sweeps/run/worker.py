@@ -21,6 +21,7 @@ from optuna.artifacts import FileSystemArtifactStore, upload_artifact
 from optuna.trial import TrialState
 
 from ablate.experiments.io import atomic_dir
+from ablate.experiments.machine import numerics_key
 from ablate.experiments.run import run_cells
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.integrations import wandb_glue
@@ -111,7 +112,8 @@ def record(store: CellStore, trial: optuna.Trial, result, wandb_id: str | None) 
         result.metrics, spec.variants[variant], diverged=result.diverged, wall_s=result.wall_s
     )
     wandb = {"wandb_id": wandb_id} if wandb_id else {}  # no empty column for a run without W&B
-    set_attrs(trial, {**attrs, "steps": result.steps, **wandb})
+    numerics = {"numerics": numerics_key(result.numerics)} if result.numerics else {}
+    set_attrs(trial, {**attrs, "steps": result.steps, **wandb, **numerics})
     # Optuna fails NaN values; a diverged run is a result, so it stores the worst value.
     store.study.tell(trial, objective(result.metrics, spec.metric, spec.direction))
 

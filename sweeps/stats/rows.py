@@ -29,6 +29,7 @@ class CellRow:
     trial: int | None = None
     wandb_id: str | None = None
     error: str | None = None  # the last error of a cell that is not complete
+    numerics: str | None = None  # what its floats were computed with (experiments/machine.numerics_key)
     metrics: Mapping[str, float] = field(default_factory=dict)  # "test/acc" -> value
 
     def metric(self, name: str) -> float | None:
@@ -73,6 +74,7 @@ class CellRow:
             trial=number("trial", int),
             wandb_id=text("wandb_id"),
             error=text("error"),
+            numerics=text("numerics"),
             metrics=metrics,
         )
 

@@ -98,11 +98,12 @@ def test_report_files(tmp_path: Path) -> None:
         "trial",
         "wandb_id",
         "error",
+        "numerics",
         "test/acc",
         "val/acc",
     ]
     assert len(table) == 1 + len(rows)
-    assert table[-1][8] == ""  # NaN metric of the running cell -> empty field
+    assert table[-1][9] == ""  # NaN metric of the running cell -> empty field
 
     md = paths["markdown"].read_text()
     assert "| no_pe | 3 | 1 |" in md  # n and diverged columns

@@ -145,3 +145,17 @@ def test_the_table_has_one_delta_column_with_its_confidence() -> None:
     assert delta_text(v, 3) == "+0.010 (no interval at these seeds)"
     assert conf_text(0.9375) == "93.8 %" and conf_text(None) == "–"
     assert decision_p({"p_value": 0.01, "p_seq": 0.03}) == 0.03 and decision_p({"p_value": 0.01}) == 0.01
+
+
+def test_numerics_lines_flag_a_study_mixed_across_machines() -> None:
+    from ablate.sweeps.report.text import numerics_lines
+
+    assert numerics_lines({}) == []
+    assert numerics_lines({"numerics": [{"setting": "A", "cells": 4}]}) == [
+        "Numerics: every cell ran with A."
+    ]
+    (line,) = numerics_lines({"numerics": [{"setting": "A", "cells": 3}, {"setting": "B", "cells": 1}]})
+    assert (
+        line.startswith("Mixed numerics: the cells ran with 2 settings")
+        and "A (3 cells); B (1 cells)" in line
+    )
