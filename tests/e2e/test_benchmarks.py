@@ -95,7 +95,16 @@ def test_stats_calibration_quick_renders_every_table_and_check(tmp_path: Path) -
     and the committed full run's checks are what the docs block says (its numbers are data)."""
     out, md = tmp_path / "cal.json", tmp_path / "cal.md"
     proc = subprocess.run(
-        [sys.executable, "-m", "ablate.benchmarks.stats_calibration", "--quick", "--out", str(out), "--md", str(md)],
+        [
+            sys.executable,
+            "-m",
+            "ablate.benchmarks.stats_calibration",
+            "--quick",
+            "--out",
+            str(out),
+            "--md",
+            str(md),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
