@@ -20,6 +20,7 @@ from ablate.cli.tables import (
     out_console,
     print_aggregate,
     print_folder,
+    print_plan,
     print_power,
     print_results,
     print_search,
@@ -53,8 +54,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ablate.experiments.train import default_out, train
 
     out = Path(args.out) if args.out else default_out(cfg)
-    print_results(out, train(cfg, out, progress=not args.no_progress, checkpoint=not args.no_checkpoint))
+    print_results(out, train(cfg, out, progress=show_progress(args), checkpoint=not args.no_checkpoint))
     return 0
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """A progress bar only where someone watches it: not with --no-progress, and not when stderr
+    is a file or a pipe (a log would fill with redrawn bars)."""
+    return not args.no_progress and sys.stderr.isatty()
 
 
 def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any] | None:
@@ -71,7 +78,7 @@ def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any] | None:
         _, _, cfg = cell_from_args(load_spec(input_file(args.spec), profile=args.profile), cell_args)
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
         return None
-    return train_cell(args.spec, cell_args, profile=args.profile, out=args.out, progress=not args.no_progress)
+    return train_cell(args.spec, cell_args, profile=args.profile, out=args.out, progress=show_progress(args))
 
 
 def cmd_wandb_sweep(args: argparse.Namespace) -> int:
@@ -123,6 +130,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ablate.experiments.spec import load_spec
 
     spec = load_spec(input_file(args.spec), args.overrides, profile=args.profile)
+    if args.dry_run:
+        print_plan(spec, Path(args.out or "runs") / spec.name)
+        return 0
     return print_outcome(console, [("", run_grid(spec, Path(args.out or "runs") / spec.name, args))])
 
 
@@ -248,7 +258,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from ablate.sweeps.run.verify import exit_code, format_checks, locate, read_spec, verify
 
     pin_process(read_spec(locate(args.path)[0]).base.trainer.cpu_isa)  # rerun as the cells ran
-    checks = verify(args.path, cells=args.cells, seed=args.seed, progress=not args.no_progress)
+    checks = verify(args.path, cells=args.cells, seed=args.seed, progress=show_progress(args))
     for line in format_checks(checks):
         out_console.print(line, markup=False)
     return exit_code(checks)

@@ -102,7 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
         "overrides", nargs="*", help="dotted overrides, e.g. model.n_heads=1 model.pe=none seed=3"
     )
     train.add_argument("--out", help="output folder (default runs/train/<task>-<time>)")
-    train.add_argument("--no-progress", action="store_true", help="hide the Lightning progress bar")
+    train.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="hide the progress bar (it is hidden anyway when stderr is not a terminal)",
+    )
     train.add_argument(
         "--no-checkpoint", action="store_true", help="do not save the final weights (DIR/final.ckpt)"
     )
@@ -129,6 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="run every variant x seed of an experiment, then report")
     sw.add_argument("spec", help="experiment spec YAML (name, base, variants, seeds, ...)")
     sw.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    sw.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the cells the sweep would run and each variant's overrides; run and write nothing",
+    )
     _sweep_options(sw)
     _launcher_options(sw)
     sw.set_defaults(func=cmd_sweep)

@@ -37,6 +37,31 @@ def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
     print_folder(out)
 
 
+def print_plan(spec: Any, run_dir: Path) -> None:
+    """``ablate sweep --dry-run``: every variant with its overrides and seeds, the cell count, the
+    reach warning; nothing is run or written."""
+    from ablate.sweeps.run.grid import reach_warning
+    from ablate.sweeps.stats.summary import seeds_text
+
+    table = Table(title=f"{spec.name}: the cells a sweep would run ({escape(str(run_dir))})")
+    for col in ("variant", "overrides", "seeds", "cells"):
+        table.add_column(col, justify="right" if col == "cells" else "left")
+    cells = spec.cells()
+    for name, overrides in spec.variants.items():
+        seeds = [s for v, s in cells if v == name]
+        text = ", ".join(f"{k}={v}" for k, v in overrides.items()) or "(the baseline)"
+        table.add_row(name, text, seeds_text(seeds), str(len(seeds)))
+    out_console.print(table)
+    console.print(
+        f"{len(cells)} cells ({len(spec.variants)} variants); metric {spec.metric} ({spec.direction}); "
+        "dry run: nothing was run or written",
+        markup=False,
+        soft_wrap=True,
+    )
+    if warning := reach_warning(spec):
+        console.print(f"{warning}.", markup=False, style="yellow", soft_wrap=True)
+
+
 def print_summary(summary: dict, run_dir: Path) -> None:
     from ablate.sweeps.report.text import (
         decimals,

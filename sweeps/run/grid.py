@@ -63,9 +63,29 @@ def reach_warning(spec: ExperimentSpec) -> str | None:
     where = f"{len(others)} comparison{'s' * (len(others) > 1)}" + (f" x {looks} looks" if looks > 1 else "")
     return (
         f"{spec.name}: {n} seeds per variant cannot reach p Holm <= {ALPHA} for {', '.join(short)} "
-        f"({where}); the primary test needs at least {need} (seeds: {need}); "
-        "running anyway, the report will say 'not distinguishable'."
+        f"({where}); the primary test needs at least {need} (seeds: {need})"
     )
+
+
+def prepare_data(specs: list[ExperimentSpec]) -> None:
+    """Load and cache every distinct data set of ``specs`` once, here, before any run folder or
+    cell exists: a data set that cannot be read (a hub that cannot be reached, a missing file, a
+    bad column) is then one error in seconds with nothing written, instead of the same failure
+    in every cell, retried. The workers find the cache built (keyed by the data's config and
+    content, datamodules/datamodule.py), so their cells are the ones they would have built."""
+    from ablate.datamodules.datamodule import ClassificationDataModule
+
+    seen: set[str] = set()
+    for spec in specs:
+        for variant in spec.variants:
+            dm = ClassificationDataModule(spec.cell_config(variant, spec.seeds[0]).data)
+            if (key := str(dm.cache_path)) in seen:
+                continue
+            seen.add(key)
+            try:
+                dm.prepare_data()
+            except ConfigError as err:
+                raise ConfigError(f"{spec.name}: variant {variant!r}: {err}") from None
 
 
 def _open(
@@ -78,7 +98,11 @@ def _open(
 ) -> Grid:
     """Check and claim the run folder, open (or create) the study, and forgive failed cells if asked."""
     if warning := reach_warning(spec):
-        console.print(warning, markup=False, style="yellow")
+        console.print(
+            f"{warning}; running anyway: the report will say 'not distinguishable'.",
+            markup=False,
+            style="yellow",
+        )
     url = prepare_run(run_dir, storage, workers)
     with new_output_folder(run_dir):
         check_run_folder(run_dir, "sweep", spec.name)
@@ -200,6 +224,7 @@ def sweep(
     the workers run (sweeps/run/launcher.py; default ``--workers`` processes here). ``retry_failed``:
     run again the cells that failed for good (their cause fixed)."""
     hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
+    prepare_data([spec])
     grid = _open(spec, run_dir, storage, workers, hb, retry_failed)
     if spec.adaptive is not None:  # resume: the seeds earlier rounds added
         added = grid.store.study.user_attrs.get("extra_seeds", {})
@@ -233,6 +258,7 @@ def sweep_pool(
     rounds need their own workers), or one spec, each runs as ``sweep``, one after another."""
     opts = {"storage": storage, "workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s}
     opts |= {"grace_s": grace_s, "launcher": launcher, "retry_failed": retry_failed}
+    prepare_data([s for s, _ in specs])  # every study's data, before the first study runs
     if len(specs) == 1 or any(s.adaptive is not None for s, _ in specs):  # rounds need their own workers
         return [sweep(s, d, **opts) for s, d in specs]  # type: ignore[arg-type]
     hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}

@@ -25,7 +25,7 @@ def test_adaptive_sweep_runs_rounds_until_max_and_resumes(tmp_path: Path) -> Non
     run_dir = tmp_path / "runs" / "tiny"
     # 2 looks: p <= 0.05 / 2 needs 7 pairs, 4 cannot: one line says so before anything runs
     assert (
-        "tiny: 4 seeds per variant cannot reach p Holm <= 0.05 for no_pe (1 comparisons x 2 looks)"
+        "tiny: 4 seeds per variant cannot reach p Holm <= 0.05 for no_pe (1 comparison x 2 looks)"
         in " ".join(proc.stderr.split())
     )
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -81,3 +81,18 @@ def test_order_task_without_positions_is_at_chance() -> None:
     """Measured on the 2-core CPU, one thread: test/acc 0.500, test/loss 0.6931 = ln 2 (800 steps, 32 s)."""
     result = run_trial(load_config(REPO / "experiments" / "order.yaml", ["model.pe=none"]))
     assert 0.4 <= result.metrics["test/acc"] <= 0.6, result.metrics
+
+
+@pytest.mark.multiprocess
+def test_train_piped_shows_no_progress_bars(tmp_path: Path, tiny_config: Path) -> None:
+    """stderr to a file or a pipe: no redrawn progress bars in it (only with a terminal)."""
+    proc = subprocess.run(
+        ablate_cmd("train", str(tiny_config), "--out", "out"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=ENV,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr and "it/s" not in proc.stderr and "step" not in proc.stderr.lower()
