@@ -1,8 +1,8 @@
-"""Exact two-sided permutation tests with ties counted, and Holm's adjustment.
+"""The midrank Mann-Whitney test with ties counted, and Holm's adjustment.
 
 - ``mwu_exact``: the Mann-Whitney U test (Mann & Whitney, 1947) with midranks, its null
-  distribution counted over all C(n1 + n2, n1) splits of the pooled values;
-- ``sign_flip``: the paired permutation test of per-seed differences over all 2^n sign vectors;
+  distribution counted over all C(n1 + n2, n1) splits of the pooled values: the descriptive
+  ``p_mwu`` of every comparison (the decisions are inference.py's tests);
 - ``holm``: Holm's (1979) step-down adjustment over k comparisons.
 
 Accuracy ties all the time (1.000, or 0.500 at chance), so no normal approximation is used:
@@ -17,12 +17,9 @@ from math import comb
 import numpy as np
 from scipy import stats
 
-# Test names (a variant's "test"): the test behind its p_value.
-TEST_PAIRED = "paired-permutation"  # exact sign-flip over all 2^n sign vectors
-TEST_PAIRED_MC = "paired-permutation-mc"  # Monte Carlo sign flips (n > EXACT_PAIRED_MAX)
+# Names of how p_mwu was computed.
 TEST_MWU = "mwu-exact"  # exact Mann-Whitney U over all C(n1+n2, n1) splits, midranks for ties
 TEST_MWU_MC = "mwu-permutation-mc"  # Monte Carlo splits (n1 + n2 > EXACT_MWU_MAX)
-EXACT_PAIRED_MAX = 20  # 2^20 sign vectors
 EXACT_MWU_MAX = 200  # pooled size up to which the U distribution is counted exactly
 MC_RESAMPLES = 100_000
 BOOT_SEED = 0
@@ -70,36 +67,6 @@ def mwu_exact(x: Sequence[float], y: Sequence[float], *, seed: int = BOOT_SEED) 
     dist = ways[k]
     extreme = np.abs(sums - center) >= abs(t_obs - center)
     return float(min(1.0, dist[extreme].sum() / comb(big, k))), TEST_MWU
-
-
-def sign_flip(d: Sequence[float], *, seed: int = BOOT_SEED) -> tuple[float, str]:
-    """Two-sided paired permutation (sign-flip) p-value of per-pair differences ``d``.
-
-    Under H0 each difference is as likely +d_i as -d_i. Statistic: S = sum(d);
-    p = P(|S*| >= |S_obs|) over all 2^n sign vectors (zeros flip to themselves and contribute
-    nothing). The comparison allows a relative float tolerance of 1e-9 of sum |d|, so sums that
-    are equal in exact arithmetic (0.1 + 0.2 vs 0.3) count as ties. n > EXACT_PAIRED_MAX nonzero
-    differences: MC_RESAMPLES random sign vectors (seeded). Returns (p, test name).
-    """
-    d = np.asarray(d, dtype=float).reshape(-1)
-    d = d[d != 0]
-    if d.size == 0:
-        return 1.0, TEST_PAIRED
-    obs = abs(float(d.sum()))
-    tol = 1e-9 * float(np.abs(d).sum())
-    if d.size > EXACT_PAIRED_MAX:
-        rng = np.random.default_rng(seed)
-        hits, done = 0, 0
-        while done < MC_RESAMPLES:
-            b = min(10_000, MC_RESAMPLES - done)
-            signs = rng.choice(np.array([-1.0, 1.0]), size=(b, d.size))
-            hits += int(np.count_nonzero(np.abs(signs @ d) >= obs - tol))
-            done += b
-        return (hits + 1) / (MC_RESAMPLES + 1), TEST_PAIRED_MC
-    sums = np.zeros(1)
-    for v in d:
-        sums = np.concatenate([sums + v, sums - v])
-    return float(np.count_nonzero(np.abs(sums) >= obs - tol) / sums.size), TEST_PAIRED
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:

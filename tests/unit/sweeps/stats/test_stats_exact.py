@@ -1,7 +1,6 @@
 """Exact permutation tests, pairing, Holm and IQM against values computed independently.
 
-mwu_exact (midranks) and sign_flip are exact.py's permutation tests: p_mwu is the first, and
-the primary test of a comparison (inference.py: signed-rank / Mann-Whitney, ties counted
+mwu_exact (midranks) is exact.py's permutation test behind p_mwu, and the primary test of a comparison (inference.py: signed-rank / Mann-Whitney, ties counted
 against rejection) is checked by brute force in test_inference.py.
 
 The expected p-values come from hand-counted fractions or from a plain brute-force enumeration
@@ -23,7 +22,7 @@ from scipy import stats
 
 from ablate.sweeps.report.files import write_report
 from ablate.sweeps.stats import exact
-from ablate.sweeps.stats.exact import holm, mwu_exact, sign_flip
+from ablate.sweeps.stats.exact import holm, mwu_exact
 from ablate.sweeps.stats.inference import seeds_to_reject
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import iqm, summarize, variant_stats
@@ -54,17 +53,6 @@ def brute_mwu(x: list[float], y: list[float]) -> Fraction:
     for chosen in itertools.combinations(range(len(pooled)), n1):
         total += 1
         hits += abs(sum(ranks[i] for i in chosen) - centre) >= obs
-    return Fraction(hits, total)
-
-
-def brute_sign_flip(d: list[float]) -> Fraction:
-    """P(|sum(s_i d_i)| >= |sum(d_i)|) over every sign vector s (exact Fractions)."""
-    fd = [Fraction(v) for v in d]
-    obs = abs(sum(fd))
-    hits = total = 0
-    for signs in itertools.product((1, -1), repeat=len(fd)):
-        total += 1
-        hits += abs(sum(s * v for s, v in zip(signs, fd, strict=True))) >= obs
     return Fraction(hits, total)
 
 
@@ -144,40 +132,9 @@ def test_monte_carlo_fallback_above_the_exact_size(monkeypatch: pytest.MonkeyPat
     p, name = mwu_exact(x, y)
     assert name == "mwu-permutation-mc"
     assert p == pytest.approx(expected, abs=0.015) and p == mwu_exact(x, y)[0]  # seeded
-    monkeypatch.setattr(exact, "EXACT_PAIRED_MAX", 3)
-    d = [0.1, 0.2, -0.05, 0.3, 0.15]
-    p, name = sign_flip(d)
-    assert name == "paired-permutation-mc"
-    assert p == pytest.approx(float(brute_sign_flip(d)), abs=0.015)
 
 
-# ---- paired sign-flip ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("d", "expected"),
-    [
-        ([0.5] * 5, Fraction(2, 32)),  # the floor at 5 seeds
-        ([0.1, 0.2, 0.05, 0.3, 0.15], Fraction(2, 32)),  # all positive: only +-all are as extreme
-        ([-0.1] * 6, Fraction(2, 64)),
-        ([0.01] * 10, Fraction(2, 1024)),
-        ([1, 2, 3], Fraction(2, 8)),  # sums +-6, +-4, +-2, 0, 0
-        ([1, 2, -3], Fraction(1)),  # observed sum 0: every sign vector is as extreme
-        ([0.5, 0.0, 0.5, 0.0, 0.5], Fraction(2, 8)),  # zeros contribute nothing
-        ([0.0, 0.0, 0.0], Fraction(1)),
-        ([0.3, -0.1, -0.2], Fraction(1)),  # 0 in exact arithmetic, not in floats
-        ([0.1, 0.2, 0.3, -0.1], None),  # 0.1 + 0.2 vs 0.3: float tolerance
-        ([0.25, -0.125, 0.5, 0.375, -0.5, 0.125, 0.0], None),
-    ],
-)
-def test_sign_flip_hand_cases(d: list[float], expected: Fraction | None) -> None:
-    brute = brute_sign_flip(d)
-    if expected is not None:
-        assert brute == expected
-    p, name = sign_flip(d)
-    assert name == "paired-permutation"
-    assert p == pytest.approx(float(brute), rel=1e-12)
-    assert sign_flip([-v for v in d])[0] == p  # both directions
+# ---- the primary paired test, through summarize -------------------------------------------------
 
 
 def brute_signed_rank_ties_against(d: list[float]) -> Fraction:
