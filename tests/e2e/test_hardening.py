@@ -31,14 +31,31 @@ BAD_CSV = "sentence,label\ngood,1\nbad,0\nfine,positive\n" + "".join(
 TEXT_BASE = {**TINY_BASE, "data": {"task": "text", "source": "data.csv", "batch_size": 16}}
 
 
+FAILING_NORM = """
+from torch import nn
+
+from ablate import components
+
+
+@components.register("norm", "fails")
+class Fails(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+
+    def forward(self, x):
+        raise RuntimeError("this norm always fails")
+"""
+
+
 @pytest.mark.multiprocess
 def test_sweep_whose_cells_all_fail_exits_1_with_the_counts(tmp_path: Path) -> None:
-    """Every cell fails inside training (a label that is not an integer, read only by the worker's
-    data loading): the sweep reports, then exits 1 and says so in its last line."""
-    (tmp_path / "data.csv").write_text(BAD_CSV)
+    """Every cell fails inside training (a plugin norm that raises, met only in the workers'
+    forward pass): the sweep reports, then exits 1 and says so in its last line."""
+    (tmp_path / "fails.py").write_text(FAILING_NORM)
     write_spec(
         tmp_path,
-        base={**TEXT_BASE, "data": {**TEXT_BASE["data"], "source": str(tmp_path / "data.csv")}},
+        base={**TINY_BASE, "model": {**TINY_BASE["model"], "norm_layer": "fails"}},
+        plugins=["fails.py"],
         seeds=1,
         heatmap_seeds=[0],
     )
@@ -48,11 +65,29 @@ def test_sweep_whose_cells_all_fail_exits_1_with_the_counts(tmp_path: Path) -> N
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert lines[-1] == "0/2 cells complete; 2 failed, 0 missing: exit 1"
     message = " ".join(proc.stderr.split())
-    assert "a failed cell: baseline/s0: DataError" in message and "'positive'" in message
+    assert "a failed cell: baseline/s0: RuntimeError" in message and "this norm always fails" in message
     assert f"-> {out}/tiny" in message and f"({out}/tiny)" in " ".join(proc.stdout.split())
     assert "[yellow]" not in proc.stderr and "Traceback" not in proc.stderr
     summary = json.loads((out / "tiny" / "summary.json").read_text())
     assert summary["cells"]["complete"] == 0 and summary["cells"]["total"] == 2
+
+
+@pytest.mark.multiprocess
+def test_data_that_fails_to_load_is_one_error_before_any_cell(tmp_path: Path) -> None:
+    """A label that is not an integer: the driver loads the data once before anything exists
+    (sweeps/run/grid.py prepare_data), so it is exit 2 naming the line, and no run folder."""
+    (tmp_path / "data.csv").write_text(BAD_CSV)
+    write_spec(
+        tmp_path,
+        base={**TEXT_BASE, "data": {**TEXT_BASE["data"], "source": str(tmp_path / "data.csv")}},
+        seeds=1,
+        heatmap_seeds=[0],
+    )
+    proc = run_sweep(tmp_path, "--no-wandb")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "line 4: label 'positive' in column 'label' is not an integer" in errors[0]
+    assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.multiprocess
