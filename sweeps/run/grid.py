@@ -26,7 +26,7 @@ from ablate.sweeps.run.launcher import Launcher
 from ablate.sweeps.run.loop import console, prepare_run, run_workers
 from ablate.sweeps.run.outcome import Outcome, grid_outcome
 from ablate.sweeps.stats.inference import ALPHA, seeds_to_reject
-from ablate.sweeps.stats.summary import SEED_NEUTRAL_DATA_KEYS
+from ablate.sweeps.stats.summary import data_changing_keys
 
 
 @dataclasses.dataclass
@@ -52,9 +52,7 @@ def reach_warning(spec: ExperimentSpec) -> str | None:
     level = ALPHA / (len(others) * looks)
     short = {}
     for name in others:
-        paired = not any(
-            k.startswith("data.") and k not in SEED_NEUTRAL_DATA_KEYS for k in spec.variants[name]
-        )
+        paired = not data_changing_keys(spec.variants[name])
         if (need := seeds_to_reject(paired, level)) > n:
             short[name] = need
     if not short:

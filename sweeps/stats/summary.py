@@ -50,6 +50,13 @@ IQM_TRIM = 0.25
 # that no longer index the same data as the baseline's, so it is compared unpaired.
 SEED_NEUTRAL_DATA_KEYS = frozenset({"data.num_workers", "data.cache_dir"})
 
+
+def data_changing_keys(overrides: dict[str, Any] | None) -> list[str]:
+    """The data.* keys of ``overrides`` that change which examples a seed's run sees (sorted):
+    a variant with any is compared unpaired."""
+    return sorted(k for k in overrides or {} if k.startswith("data.") and k not in SEED_NEUTRAL_DATA_KEYS)
+
+
 Cell = tuple[int, float, bool]  # (seed, metric value, diverged)
 
 
@@ -236,9 +243,7 @@ def pairing(
     mine, base = {s for s, _, _ in cells}, {s for s, _, _ in base_cells}
     if not mine or not base:
         return False, "no comparison: no complete cell on one side"
-    data_keys = sorted(
-        k for k in overrides or {} if k.startswith("data.") and k not in SEED_NEUTRAL_DATA_KEYS
-    )
+    data_keys = data_changing_keys(overrides)
     if data_keys:
         return False, (
             f"unpaired: {name} overrides {', '.join(data_keys)}, so a seed does not index the same data"
