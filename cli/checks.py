@@ -32,6 +32,12 @@ def check_options(args: argparse.Namespace) -> None:
         value = getattr(args, dest, None)
         if value is not None and value not in interval:
             raise ConfigError(f"--{dest.replace('_', '-')}={value} is out of range; valid: {interval}")
+    if (out := getattr(args, "misplaced_out", None)) is not None:
+        raise ConfigError(
+            f"--out {out}: ablate {args.command} writes one run folder per experiment; name the folder "
+            f"they go in with --runs {out} (then {out}/<experiment>/). --out is the output of train, "
+            "compare and aggregate"
+        )
     heartbeat, grace = getattr(args, "heartbeat", None), getattr(args, "grace", None)
     if heartbeat is not None and grace is not None and grace <= heartbeat:
         # A grace period within one heartbeat would fail cells whose worker is alive, and rerun them.

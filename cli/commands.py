@@ -27,7 +27,6 @@ from ablate.cli.tables import (
     print_summary,
 )
 from ablate.errors import ConfigError
-from ablate.experiments.io import input_file
 
 if TYPE_CHECKING:
     from ablate.experiments.spec import ExperimentSpec
@@ -46,7 +45,17 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if args.config is None or args.profile is not None:
         raise ConfigError("ablate train needs a train CONFIG.yaml, or --spec EXP.yaml [--profile P]")
-    cfg = load_config(input_file(args.config), args.overrides)  # fail fast, before the heavy imports
+    from ablate.experiments.quick_grid import split_overrides
+    from ablate.experiments.shipped import resolve
+
+    if lists := split_overrides(args.overrides)[1]:
+        key = next(iter(lists))
+        raise ConfigError(
+            f"{key}={','.join(lists[key])}: train runs one config; a comma list makes a grid with "
+            f"ablate sweep {args.config} {key}={','.join(lists[key])}"
+        )
+    # Fail fast, before the heavy imports.
+    cfg = load_config(resolve(args.config, ("config",), "train config"), args.overrides)
     if args.print_config:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
         return 0
@@ -75,17 +84,21 @@ def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any] | None:
     if args.print_config:
         from ablate.experiments.spec import cell_from_args, load_spec
 
-        _, _, cfg = cell_from_args(load_spec(input_file(args.spec), profile=args.profile), cell_args)
+        _, _, cfg = cell_from_args(load_spec(spec_file(args.spec), profile=args.profile), cell_args)
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
         return None
-    return train_cell(args.spec, cell_args, profile=args.profile, out=args.out, progress=show_progress(args))
+    return train_cell(
+        str(spec_file(args.spec)), cell_args, profile=args.profile, out=args.out, progress=show_progress(args)
+    )
 
 
 def cmd_wandb_sweep(args: argparse.Namespace) -> int:
     from ablate.sweeps.integrations.wandb_sweep import sweep_yaml
 
     sys.stdout.write(
-        sweep_yaml(args.spec, method=args.method, profile=args.profile, overrides=args.overrides)
+        sweep_yaml(
+            str(spec_file(args.spec)), method=args.method, profile=args.profile, overrides=args.overrides
+        )
     )
     return 0
 
@@ -127,13 +140,31 @@ def _launcher(args: argparse.Namespace, run_dir: Path) -> Launcher:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ablate.experiments.spec import load_spec
+    from ablate.experiments.quick_grid import load_sweep
 
-    spec = load_spec(input_file(args.spec), args.overrides, profile=args.profile)
-    if args.dry_run:
-        print_plan(spec, Path(args.out or "runs") / spec.name)
-        return 0
-    return print_outcome(console, [("", run_grid(spec, Path(args.out or "runs") / spec.name, args))])
+    spec = load_sweep(args.spec, args.overrides, profile=args.profile, seeds=args.seeds)
+    run_dir = Path(args.runs) / spec.name
+    if args.print_config or args.dry_run:
+        return _plan(spec, run_dir, args, f"{len(spec.cells())} cells")
+    return print_outcome(console, [("", run_grid(spec, run_dir, args))])
+
+
+def _plan(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace, runs: str) -> int:
+    """``--print-config`` (the resolved experiment as YAML on stdout) or ``--dry-run`` (the plan
+    table); either way nothing is run or written."""
+    if args.print_config:
+        print(yaml.safe_dump(spec.to_dict(), sort_keys=False), end="")
+        console.print(f"{runs} would run in {run_dir}; nothing was run or written", markup=False)
+    else:
+        print_plan(spec, run_dir, runs)
+    return 0
+
+
+def spec_file(given: str) -> Path:
+    """An experiment spec named on the command line: a file, else a shipped spec of that name."""
+    from ablate.experiments.shipped import resolve
+
+    return resolve(given, ("spec",), "experiment spec")
 
 
 def _lr_grid(spec: ExperimentSpec, out: Path, args: argparse.Namespace) -> Outcome:
@@ -145,9 +176,9 @@ def cmd_lr_check(args: argparse.Namespace) -> int:
     from ablate.sweeps.run.lr_check import lr_check, parse_factors
 
     factors = parse_factors(args.factors)
-    out = Path(args.out or "runs")
+    out = Path(args.runs)
     runs = lr_check(
-        Path(args.spec),
+        spec_file(args.spec),
         args.overrides,
         profile=args.profile,
         factors=factors,
@@ -160,17 +191,26 @@ def cmd_lr_check(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     from ablate.experiments.spec import load_spec
 
-    spec = load_spec(input_file(args.spec), args.overrides, profile=args.profile)
-    import optuna
-
-    from ablate.sweeps.run.outcome import search_outcome
-    from ablate.sweeps.run.search import check_search, search, tuned_spec
+    spec = load_spec(spec_file(args.spec), args.overrides, profile=args.profile)
+    from ablate.sweeps.run.search import check_search
 
     given = args.variants.split(",") if args.variants else None
     variants, trials = check_search(spec, given, args.trials, then_evaluate=args.then_evaluate)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    out = Path(args.out or "runs")
+    out = Path(args.runs)
     run_dir = out / f"{spec.name}-search"
+    if args.print_config or args.dry_run:
+        then = (
+            f", then {len(spec.cells())} cells in {out / (spec.name + '-tuned')}"
+            if args.then_evaluate
+            else ""
+        )
+        return _plan(spec, run_dir, args, f"{len(variants)} variants x {trials} trials{then}")
+    import optuna
+
+    from ablate.sweeps.run.outcome import search_outcome
+    from ablate.sweeps.run.search import search, tuned_spec
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     launcher = _launcher(args, run_dir)
     console.print(
         f"[bold]{spec.name}[/]: search {len(variants)} variants x {trials} trials -> {escape(str(run_dir))}"
@@ -271,6 +311,36 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_configs(args: argparse.Namespace) -> int:
+    from ablate.experiments.shipped import KINDS, copy, shipped
+
+    if args.configs_action == "copy":
+        path = copy(args.name, args.dest, force=args.force)
+        item = shipped()[args.name]
+        use = "ablate train" if item.kind == "config" else "ablate sweep"
+        console.print(f"wrote {path}: edit it, then {use} {path}", markup=False, soft_wrap=True)
+        if base := item.base():
+            console.print(
+                f"its base: is the shipped {base}; to edit that too, ablate configs copy "
+                f"{base.removesuffix('.yaml')} and point base: at the copy",
+                markup=False,
+                soft_wrap=True,
+            )
+        return 0
+    table = Table(title="shipped configs (ablate train NAME) and experiments (ablate sweep NAME)")
+    for col in ("name", "kind", "what it is"):
+        table.add_column(col, overflow="fold")
+    for item in shipped().values():
+        table.add_row(item.name, KINDS[item.kind], item.description())
+    out_console.print(table)
+    console.print(
+        "ablate configs copy NAME [DEST] writes one to edit; presets: ablate reproduce --list",
+        markup=False,
+        soft_wrap=True,
+    )
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from ablate.experiments.presets import load_preset, preset_names, preset_specs
 
@@ -287,7 +357,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     specs = preset_specs(args.name, args.overrides, args.profile or default_profile())  # validate all first
     if args.workers is None:
         args.workers = default_workers()
-    out = Path(args.out or "runs")
+    out = Path(args.runs)
     outcomes, agg = reproduce(
         args.name, specs, out, lambda s: _run_preset(args.name, s, out, args), args.storage
     )
@@ -339,16 +409,17 @@ def cmd_wandb_report(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir)
     if args.from_spec:
-        print(create_from_spec(run_dir))
+        print(*create_from_spec(run_dir), sep="\n")  # the report's URL, then the workspace's
         return 0
-    path, url = write_review(run_dir)
-    if url is not None:
-        print(url)
+    review = write_review(run_dir)
+    if review.urls is not None:
+        print(*review.urls, sep="\n")
         return 0
     console.print(
-        f"W&B is offline: wrote the report's spec. After `wandb sync {run_dir}/wandb/offline-run-*`, "
-        f"create it with `ablate wandb-report {run_dir} --from-spec`.",
+        f"W&B is offline: wrote the report's and the workspace's specs. After `wandb sync "
+        f"{run_dir}/wandb/offline-run-*`, create both with `ablate wandb-report {run_dir} --from-spec`.",
         markup=False,
     )
-    print_folder(path)
+    print_folder(review.report)
+    print_folder(review.workspace)
     return 0

@@ -17,6 +17,7 @@ from ablate.cli.commands import (
     cmd_aggregate,
     cmd_check_component,
     cmd_compare,
+    cmd_configs,
     cmd_dashboard,
     cmd_lr_check,
     cmd_power,
@@ -32,7 +33,7 @@ from ablate.cli.commands import (
 from ablate.cli.tables import console
 from ablate.errors import ConfigError
 from ablate.lit_modules.registry import KINDS
-from ablate.sweeps.integrations.wandb_report import REPORT_FILE
+from ablate.sweeps.integrations.wandb_report import REPORT_FILE, WORKSPACE_FILE
 from ablate.sweeps.ledger.secrets import STORAGE_ENV, shown
 from ablate.sweeps.run.lr_check import DEFAULT_FACTORS
 
@@ -54,14 +55,34 @@ def _sweep_options(p: argparse.ArgumentParser, default_workers: int | None = 1) 
         f"no server); default ${STORAGE_ENV} if set (keeps a password off the command line), "
         "else sqlite in the run folder",
     )
-    p.add_argument("--out", help="parent folder of the run folder (default runs/)")
+    p.add_argument(
+        "--runs",
+        metavar="DIR",
+        default="runs",
+        help="the folder run folders go in: DIR/<experiment>/ (default runs)",
+    )
+    p.add_argument("--out", dest="misplaced_out", help=argparse.SUPPRESS)
     p.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
-    p.add_argument("--heartbeat", type=int, default=10, help="seconds between worker heartbeats")
-    p.add_argument("--grace", type=int, default=30, help="seconds without heartbeat before a cell is rerun")
+    p.add_argument("--heartbeat", type=int, default=10, help="seconds between worker heartbeats (default 10)")
+    p.add_argument("--grace", type=int, default=30, help="seconds without a heartbeat before a cell is rerun (default 30)")
     p.add_argument(
         "--retry-failed",
         action="store_true",
         help="run again the cells that failed for good (after their error repeated), once the cause is fixed",
+    )
+
+
+def _plan_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the cells it would run and each variant's overrides; run and write nothing",
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved experiment (YAML: base config, variants, seeds) and exit; "
+        "run and write nothing",
     )
 
 
@@ -90,10 +111,18 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+DESCRIPTION = """Ablations of transformer encoder classifiers: every variant x seed of an experiment
+as a cell of an Optuna study, reported as medians over seeds with one exact test per comparison.
+Start with `ablate configs` (what ships), `ablate train order` (one run) or `ablate sweep order
+model.pe=sinusoidal,none --dry-run` (a grid). `ablate COMMAND -h` explains a command."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ablate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="ablate", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"ablate {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     train = sub.add_parser("train", help="train and evaluate one configuration")
     train.add_argument(
         "config", nargs="?", help="train config YAML (sections model, data, optim, trainer, seed)"
@@ -130,14 +159,26 @@ def build_parser() -> argparse.ArgumentParser:
     ws.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
     ws.set_defaults(func=cmd_wandb_sweep)
 
-    sw = sub.add_parser("sweep", help="run every variant x seed of an experiment, then report")
-    sw.add_argument("spec", help="experiment spec YAML (name, base, variants, seeds, ...)")
+    sw = sub.add_parser(
+        "sweep",
+        help="run every variant x seed of an experiment, then report",
+        description="Run every variant x seed of an experiment, then report. SPEC is an experiment "
+        "spec, or a train config with comma lists (key=a,b,...): a quick grid whose variants are "
+        "every combination of the listed values, the first value of each list the baseline's.",
+    )
+    sw.add_argument(
+        "spec",
+        help="experiment spec YAML (name, base, variants, seeds, ...), a train config YAML with "
+        "comma-listed overrides, or the name of a shipped one (ablate configs)",
+    )
     sw.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
     sw.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the cells the sweep would run and each variant's overrides; run and write nothing",
+        "--seeds",
+        type=int,
+        help="run seeds 0..N-1 (default: the spec's seeds; for a quick grid, the fewest at which "
+        "the paired test can reach p Holm <= 0.05)",
     )
+    _plan_options(sw)
     _sweep_options(sw)
     _launcher_options(sw)
     sw.set_defaults(func=cmd_sweep)
@@ -145,13 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
     se = sub.add_parser(
         "search", help="tune each variant on validation (TPE + pruning), optionally run the tuned grid"
     )
-    se.add_argument("spec", help="experiment spec YAML with a 'search' block")
+    se.add_argument("spec", help="experiment spec YAML with a 'search' block (or a shipped spec's name)")
     se.add_argument("--variants", help="comma-separated variants to tune (default: all)")
     se.add_argument("--trials", type=int, help="trials per variant (default: the spec's search.trials)")
     se.add_argument(
         "--then-evaluate", action="store_true", help="then run every seed with each variant's best"
     )
     se.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    _plan_options(se)
     _sweep_options(se)
     _launcher_options(se)
     se.set_defaults(func=cmd_search)
@@ -192,7 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.set_defaults(func=cmd_report)
 
-    db = sub.add_parser("dashboard", help="review a sweep run folder in optuna-dashboard (local web UI)")
+    db = sub.add_parser(
+        "dashboard", help="review a sweep run folder: its report, live, and optuna-dashboard (local web UI)"
+    )
     db.add_argument("run_dir", help="sweep run folder (with spec.json)")
     db.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     db.add_argument(
@@ -227,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ag = sub.add_parser("aggregate", help="one table across tasks: IQM and P(improve) of normalized scores")
     ag.add_argument("run_dirs", nargs="+", help="finished sweep run folders that share variant names")
-    ag.add_argument("--out", default="runs/aggregate", help="output stem: STEM.json and STEM.md")
+    ag.add_argument("--out", default="runs/aggregate", help="output stem: STEM.json and STEM.md (default runs/aggregate)")
     ag.add_argument(
         "--storage",
         default=os.environ.get(STORAGE_ENV),
@@ -253,6 +297,20 @@ def build_parser() -> argparse.ArgumentParser:
     vf.add_argument("--no-progress", action="store_true", help="no progress bar while a cell trains")
     vf.set_defaults(func=cmd_verify)
 
+    cf = sub.add_parser(
+        "configs",
+        help="list the train configs and experiment specs that ship with ablate, or copy one to edit",
+        description="List the shipped train configs (ablate train NAME) and experiment specs "
+        "(ablate sweep NAME); `ablate configs copy NAME [DEST]` writes one to edit. A name works "
+        "wherever a file does when no file of that name exists.",
+    )
+    cf_sub = cf.add_subparsers(dest="configs_action", metavar="{copy}")
+    cp_cf = cf_sub.add_parser("copy", help="write a shipped config or spec to edit")
+    cp_cf.add_argument("name", help="its name (ablate configs lists them)")
+    cp_cf.add_argument("dest", nargs="?", help="file or folder to write (default ./NAME.yaml)")
+    cp_cf.add_argument("--force", action="store_true", help="replace DEST if it exists (default: refuse)")
+    cf.set_defaults(func=cmd_configs)
+
     rr = sub.add_parser("reproduce", help="run a preset ablation end to end")
     rr.add_argument("name", nargs="?", help="preset name (see --list)")
     rr.add_argument("--list", action="store_true", help="list the presets")
@@ -261,16 +319,51 @@ def build_parser() -> argparse.ArgumentParser:
     _launcher_options(rr)
     rr.set_defaults(func=cmd_reproduce)
     wr = sub.add_parser(
-        "wandb-report", help="build the W&B Report that reviews a sweep (offline: write its spec)"
+        "wandb-report",
+        help="build the W&B Report and project workspace that review a sweep (offline: write their specs)",
     )
     wr.add_argument("run_dir", help="sweep run folder (with spec.json)")
     wr.add_argument(
         "--from-spec",
         action="store_true",
-        help=f"create the report from RUN_DIR/{REPORT_FILE} (written offline), once online",
+        help=f"create the report and workspace from RUN_DIR/{REPORT_FILE} and {WORKSPACE_FILE} "
+        "(written offline), once online",
     )
     wr.set_defaults(func=cmd_wandb_report)
+
+    co = sub.add_parser(
+        "completion",
+        help="print the shell completion script (e.g. ablate completion bash > ~/.ablate-complete.bash)",
+        description="Print a completion script for SHELL; load it from your shell's startup file, "
+        "e.g. `ablate completion bash > ~/.ablate-complete.bash` and "
+        "`source ~/.ablate-complete.bash` in ~/.bashrc.",
+    )
+    co.add_argument("shell", choices=["bash", "zsh", "tcsh"], help="the shell to complete in")
+    co.set_defaults(func=cmd_completion)
+
+    for action in sub._choices_actions:  # a command's help line is its -h description too
+        command = sub.choices[action.dest]
+        if command.description is None and action.help:
+            command.description = action.help[0].upper() + action.help[1:] + "."
     return parser
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    sys.stdout.write(completion_script(args.shell))
+    return 0
+
+
+def completion_script(shell: str) -> str:
+    """shtab's script for ``shell``, with YAML files offered for a config or spec argument."""
+    import shtab
+
+    parser = build_parser()
+    yaml_files = {"bash": "_shtab_compgen_files", "zsh": "_files -g '*.y(a|)ml'", "tcsh": "f"}
+    for command in parser._subparsers._group_actions[0].choices.values():
+        for action in command._actions:
+            if action.dest in ("spec", "config", "run_dir", "run_dirs", "run_a", "run_b", "path"):
+                action.complete = {shell: yaml_files[shell]} if action.dest in ("spec", "config") else shtab.DIR
+    return shtab.complete(parser, shell=shell)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 console = Console(stderr=True)
@@ -18,13 +17,13 @@ out_console = Console() if Console().is_terminal else Console(width=160)
 
 def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
     """One column per run (several for seed-parallel training); diverged runs are named."""
-    # Titles are rich markup: a path is escaped, so that a "[" in it is printed as is.
-    table = Table(title=f"{results[0][1].config.data.task}: {escape(str(out))}")
+    # No path in a title: a long one wraps it; print_folder puts the folder on its own line.
+    table = Table(title=f"{results[0][1].config.data.task}: metrics")
     table.add_column("metric")
     for name, _ in results:
         table.add_column(name, justify="right")
     rows = [r.to_dict() for _, r in results]
-    for key in (k for k in rows[0] if k != "numerics"):  # metrics.json has the record
+    for key in (k for k in rows[0] if k not in ("numerics", "splits")):  # metrics.json has the records
         cells = [row.get(key) for row in rows]
         table.add_row(key, *(f"{v:.4f}" if isinstance(v, float) else str(v) for v in cells))
     out_console.print(table)
@@ -37,13 +36,13 @@ def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
     print_folder(out)
 
 
-def print_plan(spec: Any, run_dir: Path) -> None:
-    """``ablate sweep --dry-run``: every variant with its overrides and seeds, the cell count, the
-    reach warning; nothing is run or written."""
+def print_plan(spec: Any, run_dir: Path, runs: str) -> None:
+    """``--dry-run``: every variant with its overrides and seeds, what would run (``runs``: "12
+    cells"), the reach warning; nothing is run or written."""
     from ablate.sweeps.run.grid import reach_warning
     from ablate.sweeps.stats.summary import seeds_text
 
-    table = Table(title=f"{spec.name}: the cells a sweep would run ({escape(str(run_dir))})")
+    table = Table(title=f"{spec.name}: variants and seeds")
     for col in ("variant", "overrides", "seeds", "cells"):
         table.add_column(col, justify="right" if col == "cells" else "left")
     cells = spec.cells()
@@ -53,8 +52,8 @@ def print_plan(spec: Any, run_dir: Path) -> None:
         table.add_row(name, text, seeds_text(seeds), str(len(seeds)))
     out_console.print(table)
     console.print(
-        f"{len(cells)} cells ({len(spec.variants)} variants); metric {spec.metric} ({spec.direction}); "
-        "dry run: nothing was run or written",
+        f"{runs} ({len(spec.variants)} variants x {len(spec.seeds)} seeds); metric {spec.metric} "
+        f"({spec.direction}); run folder {run_dir}; dry run: nothing was run or written",
         markup=False,
         soft_wrap=True,
     )
@@ -74,7 +73,7 @@ def print_summary(summary: dict, run_dir: Path) -> None:
     )
 
     metric, baseline = summary["metric"], summary["baseline"]
-    table = Table(title=f"{summary['experiment']}: {metric} over seeds ({escape(str(run_dir))})")
+    table = Table(title=f"{summary['experiment']}: {metric} over seeds")
     for col in (
         "variant",
         "n",
@@ -144,7 +143,7 @@ def print_search(summary: dict, run_dir: Path) -> None:
     from ablate.sweeps.report.text import params_text
 
     metric = summary["metric"]
-    table = Table(title=f"{summary['experiment']}: search on {metric} ({escape(str(run_dir))})")
+    table = Table(title=f"{summary['experiment']}: search on {metric}")
     for col in ("variant", "complete", "pruned", "failed", f"best {metric}", "best parameters"):
         table.add_column(col, justify="left" if col in ("variant", "best parameters") else "right")
     for name, v in summary["variants"].items():

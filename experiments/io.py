@@ -143,7 +143,7 @@ def output_folder(path: str | Path) -> list[Path]:
     chain = [path, *path.parents]
     blocker = next((p for p in chain if p.exists() and not p.is_dir()), None)
     if blocker is not None:
-        raise ConfigError(f"output folder {path}: {blocker} is a file, not a folder; choose another --out")
+        raise ConfigError(f"output folder {path}: {blocker} is a file, not a folder; choose another folder")
     created = [p for p in reversed(chain) if not p.exists()]
     try:
         path.mkdir(parents=True, exist_ok=True)

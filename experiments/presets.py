@@ -9,9 +9,9 @@ from typing import Any
 
 from ablate.errors import ConfigError
 from ablate.experiments.loading import read_yaml
+from ablate.experiments.shipped import EXPERIMENTS
 from ablate.experiments.spec import ExperimentSpec, load_spec
 
-EXPERIMENTS = Path(__file__).resolve().parent
 PRESETS = EXPERIMENTS / "presets"
 
 

@@ -350,11 +350,26 @@ def _is_scalar(value: Any) -> bool:
 
 
 def load_spec(
-    path: str | Path, overrides: list[str] | None = None, profile: str | None = None
+    path: str | Path,
+    overrides: list[str] | None = None,
+    profile: str | None = None,
+    seeds: int | None = None,
 ) -> ExperimentSpec:
-    """The spec file, validated, and refused if this machine cannot run some variant."""
+    """The spec file, validated, and refused if this machine cannot run some variant; ``seeds``
+    (``--seeds N``) replaces the file's ``seeds:``."""
     path = Path(path)
-    spec = spec_from_dict(read_yaml(path), source=path, overrides=overrides, profile=profile)
+    raw = read_yaml(path)
+    if seeds is not None and isinstance(raw, dict):
+        require(
+            "seed_factors" not in raw,
+            f"{path}: --seeds {seeds} cannot replace seed_factors (they set the seeds); edit the spec",
+        )
+        raw = {**raw, "seeds": seeds}
+    return checked(spec_from_dict(raw, source=path, overrides=overrides, profile=profile))
+
+
+def checked(spec: ExperimentSpec) -> ExperimentSpec:
+    """``spec``, refused if this machine cannot run some variant (a GPU profile on a CPU)."""
     for variant in spec.variants:
         spec.cell_config(variant, spec.seeds[0]).trainer.check_machine()
     return spec

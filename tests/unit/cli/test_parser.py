@@ -1,0 +1,58 @@
+"""The command line's help and completion: plain text, a default in every option's help, and a
+completion script that a shell can load and that completes the real commands."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+
+import pytest
+
+from ablate.cli.parser import build_parser, completion_script, main
+
+
+def commands() -> dict[str, argparse.ArgumentParser]:
+    return build_parser()._subparsers._group_actions[0].choices
+
+
+def test_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["-h"])
+    top = capsys.readouterr().out
+    assert "``" not in top and ":func:" not in top and "configs" in top
+    for name, command in commands().items():
+        assert command.description, f"ablate {name} -h has no description"
+        assert "``" not in command.format_help(), name
+
+
+def test_every_option_with_a_default_says_it_in_its_help() -> None:
+    missing = []
+    for name, command in commands().items():
+        for action in command._actions:
+            flag_only = isinstance(action, (argparse._HelpAction, argparse._StoreTrueAction))
+            if action.option_strings and not flag_only and action.default not in (None, argparse.SUPPRESS):
+                if "default" not in (action.help or ""):
+                    missing.append(f"ablate {name} {action.option_strings[0]}")
+    assert not missing, f"no default in the help of {missing}"
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_the_bash_completion_completes_commands_and_options() -> None:
+    script = completion_script("bash")
+    complete = (
+        'COMP_WORDS=(ablate "$1"); COMP_CWORD=1; _shtab_ablate; echo "${COMPREPLY[*]}"; '
+        'COMP_WORDS=(ablate sweep --wo); COMP_CWORD=2; _shtab_ablate; echo "${COMPREPLY[*]}"'
+    )
+    ran = subprocess.run(
+        ["bash", "-c", f"{script}\n{complete}", "bash", "sw"], capture_output=True, text=True, timeout=30
+    )
+    assert ran.returncode == 0, ran.stderr
+    commands_line, option_line = ran.stdout.splitlines()
+    assert commands_line.split() == ["sweep"] and option_line.split() == ["--workers"]
+
+
+@pytest.mark.parametrize("shell", ["zsh", "tcsh"])
+def test_other_shells_get_a_script_naming_every_command(shell: str) -> None:
+    script = completion_script(shell)
+    assert all(name in script for name in commands())
