@@ -90,7 +90,7 @@ cd "$work"
 sweep() {
     ablate sweep slurm-check.yaml trainer.max_steps=300 trainer.val_every=100 --no-wandb --workers 2 \
         --launcher slurm --slurm partition=check,timeout_min=20,cpus_per_task=1,array_parallelism=2 \
-        --storage "journal:$work/study.journal" --out "$work/runs" "$@"
+        --storage "journal:$work/study.journal" --runs "$work/runs" "$@"
 }
 # 1. Ctrl-C once the first cell is done: the jobs are cancelled, finished cells are kept.
 started=$(date +%s)

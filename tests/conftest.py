@@ -155,8 +155,8 @@ def write_spec(tmp_path: Path, **extra: object) -> Path:
 
 def run_sweep(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     """``ablate sweep tmp_path/tiny.yaml`` as a process (output under ``tmp_path/runs`` unless
-    ``--out`` is in ``args``), with a short heartbeat and grace period."""
-    out = [] if "--out" in args else ["--out", str(tmp_path / "runs")]
+    ``--runs`` is in ``args``), with a short heartbeat and grace period."""
+    out = [] if "--runs" in args else ["--runs", str(tmp_path / "runs")]
     return subprocess.run(
         ablate_cmd("sweep", str(tmp_path / "tiny.yaml"), *out, "--heartbeat", "1", "--grace", "3", *args),
         cwd=tmp_path,

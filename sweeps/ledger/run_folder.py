@@ -167,14 +167,14 @@ def check_run_folder(run_dir: Path, kind: str, study: str) -> None:
         if found is None:
             raise ConfigError(
                 f"{run_dir} exists, is not empty and is not a run folder (no {RUN_MARKER} or spec.json); "
-                "choose another --out, or another experiment name"
+                "choose another --runs folder, or another experiment name"
             )
         if found[0] != "study" and found != (kind, study):
             what = (
                 f"the {found[0]} of {found[1]!r}" if found[0] != "unreadable" else "an unreadable run folder"
             )
             raise ConfigError(
-                f"{run_dir} is {what}, not the {kind} of {study!r}; choose another --out, or another "
+                f"{run_dir} is {what}, not the {kind} of {study!r}; choose another --runs folder, or another "
                 "experiment name (a spec named X-search would share the folder of X's search)"
             )
 

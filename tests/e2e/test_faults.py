@@ -25,7 +25,7 @@ def sweep_cmd(tmp_path: Path, out: Path, *args: str) -> list[str]:
     return ablate_cmd(
         "sweep",
         str(tmp_path / "tiny.yaml"),
-        "--out",
+        "--runs",
         str(out),
         "--no-wandb",
         "--heartbeat",

@@ -60,7 +60,7 @@ def test_sweep_whose_cells_all_fail_exits_1_with_the_counts(tmp_path: Path) -> N
         heatmap_seeds=[0],
     )
     out = tmp_path / "runs [bold]"  # a '[' in a path is printed as is, not read as rich markup
-    proc = run_sweep(tmp_path, "--no-wandb", "--out", str(out))
+    proc = run_sweep(tmp_path, "--no-wandb", "--runs", str(out))
     assert proc.returncode == 1, proc.stderr[-3000:]
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert lines[-1] == "0/2 cells complete; 2 failed, 0 missing: exit 1"
@@ -127,7 +127,7 @@ def test_workers_run_the_drivers_code_not_a_decoy_package(tmp_path: Path) -> Non
     script = Path(sys.executable).with_name("ablate")  # the console script: the driver itself is not fooled
     driver = [str(script)] if script.is_file() else [sys.executable, "-P", "-m", "ablate"]
     proc = subprocess.run(
-        [*driver, "sweep", "tiny.yaml", "--out", "runs", "--no-wandb", "--heartbeat", "1", "--grace", "3"],
+        [*driver, "sweep", "tiny.yaml", "--runs", "runs", "--no-wandb", "--heartbeat", "1", "--grace", "3"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -116,7 +116,7 @@ def test_three_sweeps_two_workers_each_on_one_journal(tmp_path: Path) -> None:
     cmd = [*ablate_cmd("sweep", "tiny.yaml"), "--no-wandb", "--workers", "2", "--heartbeat", "1"]
     cmd += ["--grace", "5", "--storage", "journal:shared/study.log"]  # relative to the current folder
     procs = [
-        subprocess.Popen([*cmd, "--out", f"machine{i}"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen([*cmd, "--runs", f"machine{i}"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
         for i in range(3)
     ]
     errs = [p.communicate(timeout=900)[1] for p in procs]
@@ -142,7 +142,7 @@ def test_kill_workers_then_resume_on_journal(tmp_path: Path) -> None:
     write_spec(tmp_path, base=base, seeds=2, heatmap_seeds=[0])
     journal, run_dir = tmp_path / "study.log", tmp_path / "runs" / "tiny"
     out = str(tmp_path / "runs")  # absolute: the workers' command lines name it, pgrep finds them
-    cmd = ablate_cmd("sweep", "tiny.yaml", "--out", out, "--no-wandb", "--heartbeat", "1", "--grace", "3")
+    cmd = ablate_cmd("sweep", "tiny.yaml", "--runs", out, "--no-wandb", "--heartbeat", "1", "--grace", "3")
     cmd += ["--storage", f"journal:{journal}"]
     driver = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline, killed_cell = time.time() + 240, None

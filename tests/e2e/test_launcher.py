@@ -27,7 +27,7 @@ def test_local_launcher_runs_a_sweep_then_resumes(tmp_path: Path) -> None:
     write_spec(
         tmp_path, base={**TINY_BASE, "trainer": {"max_steps": 2, "log_every": 1}}, seeds=2, heatmap_seeds=[0]
     )
-    cmd = ablate_cmd("sweep", "tiny.yaml", "--out", "runs", "--no-wandb", "--workers", "2")
+    cmd = ablate_cmd("sweep", "tiny.yaml", "--runs", "runs", "--no-wandb", "--workers", "2")
     cmd += ["--heartbeat", "1", "--grace", "3", "--launcher", "local", "--storage", "journal:study.log"]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -54,7 +54,7 @@ def test_local_launcher_runs_a_search_and_its_tuned_grid(tmp_path: Path) -> None
 
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump({**RAW, "search": {**RAW["search"], "trials": 3}}))
     cmd = ablate_cmd(
-        "search", "tiny.yaml", "--out", "runs", "--no-wandb", "--workers", "2", "--then-evaluate"
+        "search", "tiny.yaml", "--runs", "runs", "--no-wandb", "--workers", "2", "--then-evaluate"
     )
     cmd += ["--heartbeat", "1", "--grace", "3", "--launcher", "local", "--storage", "journal:study.log"]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)

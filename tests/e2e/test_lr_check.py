@@ -28,7 +28,7 @@ def test_lr_check_runs_the_sweep_into_the_folder_the_readme_reads(tmp_path: Path
     runs = tmp_path / "runs"
     proc = subprocess.run(
         [sys.executable, "-m", "ablate", "lr-check", str(spec_path), "--factors", "2",
-         "--out", str(runs), "--no-wandb", "trainer.max_steps=2"],
+         "--runs", str(runs), "--no-wandb", "trainer.max_steps=2"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

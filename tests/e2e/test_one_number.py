@@ -68,7 +68,7 @@ def test_train_sweep_and_agent_give_the_same_cell(tmp_path: Path, seed_parallel:
 
     run("train", "tiny.yaml", "seed=1", "model.pe=none", "--out", "train", "--no-progress")
     run("train", "--spec", "spec.yaml", "variant=no_pe", "seed=1", "--out", "agent", "--no-progress")
-    run("sweep", "spec.yaml", "--workers", "2", "--out", "w2", "--no-wandb")
+    run("sweep", "spec.yaml", "--workers", "2", "--runs", "w2", "--no-wandb")
     train_dir = "train" if seed_parallel == 1 else "train/seed1"  # seed_parallel=2 trains seeds 1 and 2
     got = {
         where: json.loads((tmp_path / where / "metrics.json").read_text())

@@ -22,7 +22,7 @@ def test_reproduce_sweeps_each_experiment_then_writes_the_table_across_them(
 ) -> None:
     use_experiments(monkeypatch, tiny_preset(tmp_path))
     out = tmp_path / "runs"
-    args = ["reproduce", "tiny", "--profile", "cpu", "--workers", "2", "--no-wandb", "--out", str(out)]
+    args = ["reproduce", "tiny", "--profile", "cpu", "--workers", "2", "--no-wandb", "--runs", str(out)]
     assert cli.main(args) == 0
     for name in ("tiny-a", "tiny-b"):
         summary = json.loads((out / name / "summary.json").read_text())

@@ -29,7 +29,7 @@ from tests.unit.sweeps.run.test_search import BASE, RAW, SEARCH
 def run_search(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         ablate_cmd(
-            "search", "tiny.yaml", "--out", "runs", "--no-wandb", "--heartbeat", "1", "--grace", "3", *args
+            "search", "tiny.yaml", "--runs", "runs", "--no-wandb", "--heartbeat", "1", "--grace", "3", *args
         ),
         cwd=tmp_path,
         capture_output=True,
@@ -105,7 +105,7 @@ def test_killed_search_worker_then_resume(tmp_path: Path) -> None:
     raw["search"] = {**SEARCH, "trials": 3, "pruner": "none"}
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(raw))
     run_dir = tmp_path / "runs" / "tiny-search"
-    args = ["--variants", "baseline", "--heartbeat", "1", "--grace", "3", "--no-wandb", "--out", "runs"]
+    args = ["--variants", "baseline", "--heartbeat", "1", "--grace", "3", "--no-wandb", "--runs", "runs"]
     driver = subprocess.Popen(
         ablate_cmd("search", "tiny.yaml", *args), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )

@@ -47,7 +47,7 @@ def test_a_database_password_reaches_no_file_and_no_worker_command_line(tmp_path
             # The driver gets the URL from the environment too; --storage would put it in its own
             # command line, which is the user's (and is masked before W&B records it).
             swept = subprocess.run(
-                ablate_cmd("sweep", "tiny.yaml", "--out", "runs", "--workers", "2", "--heartbeat", "1", "--grace", "3"),
+                ablate_cmd("sweep", "tiny.yaml", "--runs", "runs", "--workers", "2", "--heartbeat", "1", "--grace", "3"),
                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
             )  # fmt: skip
         finally:
@@ -79,7 +79,7 @@ def test_a_password_on_the_drivers_command_line_stays_out_of_the_run_folder(tmp_
     with postgres_server(tmp_path / "pg") as url:
         secret_url = url.replace("postgres@", f"postgres:{PASSWORD}@")
         swept = subprocess.run(
-            ablate_cmd("sweep", "tiny.yaml", "--out", "runs", "--storage", secret_url),
+            ablate_cmd("sweep", "tiny.yaml", "--runs", "runs", "--storage", secret_url),
             cwd=tmp_path, env={**os.environ, "WANDB_MODE": "offline"}, capture_output=True, text=True,
             timeout=600,
         )  # fmt: skip

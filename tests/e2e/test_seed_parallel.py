@@ -50,7 +50,7 @@ def test_sweep_stores_each_member_as_its_own_cell(tmp_path: Path) -> None:
     }
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(spec))
     proc = subprocess.run(
-        ablate_cmd("sweep", "tiny.yaml", "--out", "runs", "--no-wandb"),
+        ablate_cmd("sweep", "tiny.yaml", "--runs", "runs", "--no-wandb"),
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -85,7 +85,7 @@ def test_kill_worker_then_resume(tmp_path: Path) -> None:
         ablate_cmd(
             "sweep",
             str(tmp_path / "tiny.yaml"),
-            "--out",
+            "--runs",
             str(tmp_path / "runs"),
             "--no-wandb",
             "--heartbeat",
@@ -197,7 +197,7 @@ def test_report_and_compare_commands(tmp_path: Path) -> None:
     write_spec(tmp_path, seeds=1, heatmap_seeds=[0], extra_metrics=["val/acc"])
     runs = {}
     for name, steps in (("a", "2"), ("b", "6")):
-        proc = run_sweep(tmp_path, "--no-wandb", f"trainer.max_steps={steps}", "--out", str(tmp_path / name))
+        proc = run_sweep(tmp_path, "--no-wandb", f"trainer.max_steps={steps}", "--runs", str(tmp_path / name))
         assert proc.returncode == 0, proc.stderr
         runs[name] = tmp_path / name / "tiny"
     summary = json.loads((runs["a"] / "summary.json").read_text())

@@ -105,7 +105,7 @@ def test_installed_ablate_lists_presets_and_runs_a_sweep(installed: Path, tmp_pa
         "name: tiny\nbase: base.yaml\nvariants: {baseline: {}, no_pe: {model.pe: none}}\nseeds: 2\n"
     )
     (tmp_path / "base.yaml").write_text(TINY_YAML)
-    swept = run([str(installed / "ablate"), "sweep", "tiny.yaml", "--no-wandb", "--out", "runs"], tmp_path)
+    swept = run([str(installed / "ablate"), "sweep", "tiny.yaml", "--no-wandb", "--runs", "runs"], tmp_path)
     assert swept.returncode == 0, swept.stdout + swept.stderr
     assert (tmp_path / "runs" / "tiny" / "summary.json").is_file()
     assert "4/4 cells complete" in swept.stdout + swept.stderr
@@ -164,7 +164,7 @@ def test_a_plugin_norm_sweeps_from_an_empty_folder(installed: Path, tmp_path: Pa
         ("plug", ["--workers", "2"]),
         ("plug-local", ["--launcher", "local", "--workers", "2"]),
     ):
-        swept = run([ablate, "sweep", f"{name}.yaml", "--no-wandb", "--out", "runs", *extra], tmp_path)
+        swept = run([ablate, "sweep", f"{name}.yaml", "--no-wandb", "--runs", "runs", *extra], tmp_path)
         assert swept.returncode == 0, swept.stdout + swept.stderr
         assert "4/4 cells complete" in swept.stdout + swept.stderr
         summary = json.loads((tmp_path / "runs" / name / "summary.json").read_text())
@@ -184,6 +184,6 @@ def test_a_plugin_norm_sweeps_from_an_empty_folder(installed: Path, tmp_path: Pa
     )
 
     (tmp_path / "scalenorm.py").write_text((tmp_path / "scalenorm.py").read_text() + "\n# an edit\n")
-    again = run([ablate, "sweep", "plug.yaml", "--no-wandb", "--out", "runs"], tmp_path)
+    again = run([ablate, "sweep", "plug.yaml", "--no-wandb", "--runs", "runs"], tmp_path)
     assert again.returncode == 2, again.stdout + again.stderr
     assert "plugin_sources.scalenorm.py" in " ".join(again.stderr.split())

@@ -90,7 +90,7 @@ SPEC = {
         }
     )
 }
-SWEEP = ["sweep", "tiny.yaml", "--out", "runs", "--no-wandb"]
+SWEEP = ["sweep", "tiny.yaml", "--runs", "runs", "--no-wandb"]
 EMPTY_SPEC_JSON = {"runs/tiny": None, "runs/tiny/spec.json": "{}"}
 
 
@@ -228,12 +228,12 @@ CASES: dict[str, Case] = {
     ),
     # --- paths --------------------------------------------------------------------------------
     "sweep-out-is-a-file": Case(
-        ["sweep", "tiny.yaml", "--out", "afile"],
+        ["sweep", "tiny.yaml", "--runs", "afile"],
         ["output folder afile/tiny: afile is a file"],
         {**SPEC, "afile": "x"},
     ),
     "sweep-out-under-proc": Case(
-        ["sweep", "tiny.yaml", "--out", "/proc/ablate-hardening"],
+        ["sweep", "tiny.yaml", "--runs", "/proc/ablate-hardening"],
         ["cannot create output folder /proc/ablate-hardening/tiny"],
         SPEC,
     ),
@@ -304,7 +304,7 @@ def test_a_refused_storage_leaves_no_run_folder(tmp_path: Path) -> None:
 
 
 def test_stale_partial_folders_of_dead_processes_are_removed(tmp_path: Path) -> None:
-    """``kill -9`` leaves ``.out.partial-PID@HOST.*``; the next run of the same --out removes it
+    """``kill -9`` leaves ``.out.partial-PID@HOST.*``; the next run of the same --out or --runs removes it
     when PID is gone, and keeps a live process's."""
     import socket
 

@@ -59,10 +59,10 @@ CASES: dict[str, Case] = {
     ),
     # --- names with control characters ---------------------------------------------------------
     "name-with-a-trailing-newline": Case(
-        ["sweep", "tiny.yaml", "--out", "runs"], ["name='nl\\n'"], spec(name="nl\n")
+        ["sweep", "tiny.yaml", "--runs", "runs"], ["name='nl\\n'"], spec(name="nl\n")
     ),
     "variant-name-with-a-newline": Case(
-        ["sweep", "tiny.yaml", "--out", "runs"],
+        ["sweep", "tiny.yaml", "--runs", "runs"],
         ["variant name 'v\\n' is not valid"],
         spec(variants={"baseline": {}, "v\n": {"model.pe": "none"}}),
     ),
@@ -82,7 +82,7 @@ CASES: dict[str, Case] = {
     ),
     # --- failures found late -------------------------------------------------------------------
     "impossible-variant-refused-before-any-run-folder": Case(
-        ["sweep", "tiny.yaml", "--out", "runs", "--no-wandb"],
+        ["sweep", "tiny.yaml", "--runs", "runs", "--no-wandb"],
         ["variant 'lookup8'", "task 'lookup' has 2 * n_pairs = 16 tokens > data.max_len=8"],
         spec(
             variants={
@@ -92,7 +92,7 @@ CASES: dict[str, Case] = {
         ),
     ),
     "model-too-large-for-this-machine": Case(
-        ["sweep", "tiny.yaml", "--out", "runs", "--no-wandb"],
+        ["sweep", "tiny.yaml", "--runs", "runs", "--no-wandb"],
         ["variant 'huge'", "GiB to train", "lower data.batch_size"],
         spec(
             variants={

@@ -56,7 +56,7 @@ def test_bad_journal_exits_2(tmp_path: Path, files: dict, storage: str, expect: 
     write_spec(tmp_path, seeds=1, heatmap_seeds=[0])
     for name, content in files.items():
         (tmp_path / name).mkdir() if content is None else (tmp_path / name).write_text(content)
-    ran = run_forked(["sweep", "tiny.yaml", "--out", "out", "--no-wandb", "--storage", storage], tmp_path)
+    ran = run_forked(["sweep", "tiny.yaml", "--runs", "out", "--no-wandb", "--storage", storage], tmp_path)
     message = " ".join(ran.stderr.split())
     assert ran.returncode == 2, ran.stderr
     assert all(part in message for part in expect), message

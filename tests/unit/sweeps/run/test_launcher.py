@@ -44,7 +44,7 @@ def test_parse_slurm_takes_submitit_keys() -> None:
 )
 def test_bad_launcher_options_exit_2(tmp_path: Path, args: list[str], expect: list[str]) -> None:
     write_spec(tmp_path, seeds=1, heatmap_seeds=[0])
-    ran = run_forked(["sweep", "tiny.yaml", "--out", "out", "--no-wandb", *args], tmp_path)
+    ran = run_forked(["sweep", "tiny.yaml", "--runs", "out", "--no-wandb", *args], tmp_path)
     message = " ".join(ran.stderr.split())
     assert ran.returncode == 2, ran.stderr
     assert all(part in message for part in expect), message

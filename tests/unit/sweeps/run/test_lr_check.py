@@ -104,7 +104,7 @@ def test_bad_options_are_one_message_and_write_nothing(
 ) -> None:
     spec_path = write_spec(tmp_path, base={**TINY_BASE, "optim": {"lr": 0.01}})
     runs = tmp_path / "runs"
-    assert main(["lr-check", str(spec_path), "--out", str(runs), *args]) == 2
+    assert main(["lr-check", str(spec_path), "--runs", str(runs), *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and words in err and err.count("\n") == 1
     assert not runs.exists()
@@ -114,7 +114,7 @@ def test_a_variant_with_its_own_lr_is_refused(tmp_path: Path, capsys: pytest.Cap
     variants = {"baseline": {}, "no_pe": {"model.pe": "none"}, "fast": {"optim.lr": 0.01}}
     spec_path = write_spec(tmp_path, variants=variants)
     runs = tmp_path / "runs"
-    assert main(["lr-check", str(spec_path), "--out", str(runs)]) == 2
+    assert main(["lr-check", str(spec_path), "--runs", str(runs)]) == 2
     err = capsys.readouterr().err
     assert "tiny: variant(s) fast set optim.lr themselves, which would win over the scaled base lr" in err
     assert not runs.exists()

@@ -47,7 +47,7 @@ def test_reproduce_checks_every_experiment_before_running_one(
     bad = {**TINY_BASE, "model": {**TINY_BASE["model"], "n_heads": 3}}  # d_model 16 % 3 != 0
     use_experiments(monkeypatch, tiny_preset(tmp_path, second_base=bad))
     out = tmp_path / "runs"
-    args = ["reproduce", "tiny", "--profile", "cpu", "--no-wandb", "--out", str(out)]
+    args = ["reproduce", "tiny", "--profile", "cpu", "--no-wandb", "--runs", str(out)]
     assert cli.main(args) == cli.EXIT_USAGE
     assert "n_heads" in capsys.readouterr().err
     assert not out.exists()

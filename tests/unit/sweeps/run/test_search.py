@@ -114,7 +114,7 @@ def test_search_bad_arguments(
 ) -> None:
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(RAW))
     monkeypatch.chdir(tmp_path)  # in-process: these fail before anything is imported or run
-    assert cli.main(["search", "tiny.yaml", "--out", "runs", *args]) == 2
+    assert cli.main(["search", "tiny.yaml", "--runs", "runs", *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
 
