@@ -56,3 +56,14 @@ def test_the_bash_completion_completes_commands_and_options() -> None:
 def test_other_shells_get_a_script_naming_every_command(shell: str) -> None:
     script = completion_script(shell)
     assert all(name in script for name in commands())
+
+
+def test_out_on_a_command_that_makes_run_folders_names_runs(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for command in ("sweep", "search", "lr-check", "reproduce"):
+        assert main([command, "x.yaml", "--out", "mine"]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"ablate {command} writes one run folder per experiment" in err and "--runs mine" in err
+    assert list(tmp_path.iterdir()) == []
