@@ -24,9 +24,12 @@ from tests.conftest import REPO, TINY_YAML
 pytestmark = [pytest.mark.multiprocess]
 
 
-def run(cmd: list[str], cwd: Path, bin_first: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: list[str], cwd: Path, bin_first: Path | None = None, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``cmd`` in ``cwd``, offline, with ``bin_first`` (a venv's bin) first on PATH if given."""
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    env.update(extra_env or {})
     env["WANDB_MODE"] = "offline"
     if bin_first is not None:
         env["PATH"] = f"{bin_first}{os.pathsep}{env.get('PATH', '')}"
@@ -187,3 +190,26 @@ def test_a_plugin_norm_sweeps_from_an_empty_folder(installed: Path, tmp_path: Pa
     again = run([ablate, "sweep", "plug.yaml", "--no-wandb", "--runs", "runs"], tmp_path)
     assert again.returncode == 2, again.stdout + again.stderr
     assert "plugin_sources.scalenorm.py" in " ".join(again.stderr.split())
+
+
+def test_the_shipped_sst2_spec_by_name_with_the_hub_unreachable_is_one_error(
+    installed: Path, tmp_path: Path
+) -> None:
+    """Installed, the shipped SST-2 spec has no ../shared/data beside it: its hub fallback is used,
+    and with the hub unreachable the sweep exits 2 in seconds, one message, nothing written."""
+    import time
+
+    offline = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "XDG_CACHE_HOME": str(tmp_path / "x")}
+    start = time.monotonic()
+    ran = run(
+        [str(installed / "ablate"), "sweep", "remove-pe-single-head-sst2", "--no-wandb"],
+        tmp_path,
+        extra_env=offline,
+    )
+    took = time.monotonic() - start
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert took < 60
+    errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "stanfordnlp/sst2" in errors[0], ran.stderr
+    assert "using the shipped experiment spec" in ran.stderr and "site-packages" in ran.stderr
+    assert {p.name for p in tmp_path.iterdir()} <= {"hf", "x"}  # no run folder, no study
