@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from ablate.errors import ConfigError, Range, require, validate_fields
@@ -10,6 +10,8 @@ from ablate.errors import ConfigError, Range, require, validate_fields
 # Tokens a synthetic data set may hold (examples x max_len over all splits): 30x the largest
 # shipped profile (100k x 32), far below what would exhaust memory while generating.
 SYNTHETIC_TOKEN_BUDGET = 10**8
+# Examples per split and the length-extrapolation split: every synthetic task reads them, text none.
+SYNTHETIC_FIELDS = ("n_train", "n_val", "n_test", "long_test_factor")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,9 +84,25 @@ class DataConfig:
         "label_column": "text: column with integer labels 0..C-1",
         "tokenizer": "text: `tokenizers` WordLevel or BPE, trained on the train split and saved with the run",
         "vocab_size": "text: tokenizer vocabulary size",
-        "val_fraction": "text without a labelled validation split: this share of train becomes validation",
+        "val_fraction": (
+            "text without a labelled validation split: this share of train becomes validation (a single "
+            "file: validation and test, this share each); a random draw seeded by `seed`, not stratified"
+        ),
         "cache_dir": "cache of generated / tokenized splits; default `~/.cache/ablate/data`",
         "num_workers": "DataLoader workers (0 is fastest for these small batches)",
+    }
+
+    # The fields only some tasks read, by task; every other field applies to all of them. A field
+    # a task does not read keeps its default and means nothing for that task: `applicable` leaves
+    # it out of what a cell's record shows (its W&B run config).
+    TASK_FIELDS = {
+        "order": (*SYNTHETIC_FIELDS, "min_len", "n_symbols"),
+        "lookup": (*SYNTHETIC_FIELDS, "n_keys", "n_values", "n_pairs"),
+        "listops": (*SYNTHETIC_FIELDS, "min_len", "listops_depth", "listops_args"),
+        "text": (
+            *("source", "subset", "revision", "hub_fallback", "text_column", "label_column"),
+            *("tokenizer", "vocab_size", "val_fraction"),
+        ),
     }
 
     task: Literal["order", "lookup", "listops", "text"] = "order"
@@ -145,6 +163,13 @@ class DataConfig:
             self._check_text()
         else:
             self._check_synthetic()
+
+    def applicable(self) -> tuple[str, ...]:
+        """The fields this config's task reads, in field order (``TASK_FIELDS``): a text task has no
+        ``n_train``, an order task no ``n_keys``."""
+        some = {name for names in self.TASK_FIELDS.values() for name in names}
+        own = self.TASK_FIELDS[self.task]
+        return tuple(f.name for f in fields(self) if f.name not in some or f.name in own)
 
     def longest_input(self) -> int:
         """Tokens of the longest input any split holds ([CLS] not included): text is truncated to

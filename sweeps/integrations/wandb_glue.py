@@ -2,6 +2,10 @@
 
 Groups carry the experiment's name because W&B's grouped views average every run of a group
 in a project: a bare ``baseline`` group would average the baselines of every task logged there.
+Cells have job type ``<experiment>``, the summary run ``summary`` (SUMMARY_JOB_TYPE), so the
+two never mix in a view filtered or grouped by job type. Both configs are flat dotted keys
+(``model.n_heads``; ``base.model.n_heads`` in the summary run), data keys only where the task
+reads them (``DataConfig.applicable``).
 
 Optuna's W&B callback is deprecated and logs one run per trial without
 groups, so the sweep writes its own glue. Without credentials W&B runs in
@@ -19,6 +23,8 @@ from ablate.experiments.machine import numerics_key
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.report.text import verdict_lines
 from ablate.sweeps.stats.rows import INTERVAL_KEYS, VARIANT_KEYS
+
+SUMMARY_JOB_TYPE = "summary"
 
 
 def wandb_mode() -> str:
@@ -38,6 +44,34 @@ def group(spec: ExperimentSpec, variant: str) -> str:
     return f"{spec.name}/{variant}"
 
 
+def run_config(cfg: TrainConfig) -> dict[str, Any]:
+    """``cfg.flat()`` without the data keys its task does not read: a text task's run has no
+    ``data.n_train``, a synthetic one no ``data.source`` (the rule is ``DataConfig.applicable``)."""
+    data = {f"data.{k}" for k in cfg.data.applicable()}
+    return {k: v for k, v in cfg.flat().items() if not k.startswith("data.") or k in data}
+
+
+def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``); an empty dict stays a
+    value (a variant without overrides is still named)."""
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def summary_config(spec: ExperimentSpec) -> dict[str, Any]:
+    """The summary run's config: the spec as flat dotted keys (``base.model.n_heads``,
+    ``variants.no_pe.model.pe``, ``seeds``, ``metric``, ...) plus ``baseline``. The base is a
+    cell's config (``run_config``); no ``experiment`` key, which marks cell runs."""
+    rest = {k: v for k, v in spec.to_dict().items() if k != "base"}
+    base = {f"base.{k}": v for k, v in run_config(spec.base).items()}
+    return {"baseline": spec.baseline, **base, **flatten(rest)}
+
+
 def cell_logger(spec: ExperimentSpec, variant: str, seed: int, cfg: TrainConfig, run_dir: Path) -> Any:
     """A WandbLogger for one (variant, seed) cell: group ``<experiment>/<variant>``, job_type = experiment."""
     os.environ.setdefault("WANDB_SILENT", "true")
@@ -48,7 +82,7 @@ def cell_logger(spec: ExperimentSpec, variant: str, seed: int, cfg: TrainConfig,
         group=group(spec, variant),
         job_type=spec.name,
         name=f"{variant}-s{seed}",
-        config={**cfg.flat(), "experiment": spec.name, "variant": variant, "seed": seed},
+        config={**run_config(cfg), "experiment": spec.name, "variant": variant, "seed": seed},
         tags=[spec.name, variant, *spec.tags],
         save_dir=str(run_dir),
         mode=wandb_mode(),
@@ -64,6 +98,8 @@ def finish_cell(logger: Any, result: dict[str, Any], heads: dict[str, Any] | Non
     if result.get("numerics"):  # the run's numerics: one string, and the record in its config
         run.summary["numerics"] = numerics_key(result["numerics"])
         run.config.update({"numerics": result["numerics"]}, allow_val_change=True)
+    if result.get("splits"):  # the split sizes the cell trained and was scored on
+        run.config.update({"splits": result["splits"]}, allow_val_change=True)
     if heads is not None:
         images = {f"attention/layer{i}": wandb.Image(str(p)) for i, p in enumerate(heads["pngs"])}
         run.log(images)
@@ -86,10 +122,10 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
         id=f"{spec.name}-summary-{spec.identity()}",
         resume="allow",
         project=project(spec),
-        job_type=spec.name,
+        job_type=SUMMARY_JOB_TYPE,
         group=group(spec, "summary"),
         name=f"{spec.name}-summary",
-        config=spec.to_dict(),
+        config=summary_config(spec),
         tags=[spec.name, "summary", *spec.tags],
         notes="\n".join(verdict_lines(summary)),  # the headline, shown on the run's overview
         dir=str(run_dir),

@@ -15,6 +15,10 @@ needs no network. Online the report is saved and its URL printed. Offline its sp
 library's ``ReportViewspec`` model, as JSON) is written to ``RUN_DIR/wandb-report.json``;
 after ``wandb sync``, ``ablate wandb-report RUN_DIR --from-spec`` creates it from that file.
 
+The command also builds the project **workspace** of the sweep (wandb_workspace.py: the cells
+grouped by variant, a parallel-coordinates plot over the swept keys, the runs table), written
+to ``RUN_DIR/wandb-workspace.json`` and saved alongside the report, online or ``--from-spec``.
+
 Runs tables cannot aggregate by median; line and bar plots can, which is why the medians are
 charts here (the report's statistics are medians, and a mean line would disagree with them).
 """
@@ -24,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ablate.errors import ConfigError
 from ablate.experiments.io import write_json
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
     import wandb_workspaces.reports.v2 as wr
 
 REPORT_FILE = "wandb-report.json"
+WORKSPACE_FILE = "wandb-workspace.json"  # wandb_workspace.py
 GROUP_KEY = "variant"  # the config key every cell run carries (wandb_glue.cell_logger)
 AGG, BAND = "median", "minmax"  # per step: the median over a variant's seeds, min..max band
 X_AXIS = "trainer/global_step"  # Lightning's WandbLogger logs it with every row
@@ -62,7 +67,8 @@ def heatmap_keys(spec: ExperimentSpec) -> list[str]:
 
 def cell_filters(spec: ExperimentSpec, *, seeds: tuple[int, ...] = ()) -> list[Any]:
     """This experiment's cell runs (optionally only ``seeds``): job_type and config ``experiment``
-    (the summary run has the job type but no ``experiment`` key)."""
+    (the summary run has neither: job type ``summary``, no ``experiment`` key; the config check
+    also keeps out summary runs logged before they had their own job type)."""
     from wandb_workspaces import expr
 
     filters = [expr.Metric("JobType") == spec.name, expr.Config("experiment") == spec.name]
@@ -226,19 +232,22 @@ def report_from_spec(data: Any, path: Path) -> wr.Report:
     return report
 
 
-def read_report_spec(run_dir: Path) -> wr.Report:
-    path = run_dir / REPORT_FILE
+def read_spec_file(run_dir: Path, name: str) -> Any:
+    """The JSON of ``RUN_DIR/name``, a spec ``write_review`` wrote; a ConfigError when it is
+    missing or not JSON."""
+    path = run_dir / name
     if not path.is_file():
-        raise ConfigError(
-            f"no {REPORT_FILE} in {run_dir}; write it first with `ablate wandb-report {run_dir}`"
-        )
+        raise ConfigError(f"no {name} in {run_dir}; write it first with `ablate wandb-report {run_dir}`")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ConfigError(
             f"{path} is not valid JSON ({err}); rewrite it with `ablate wandb-report {run_dir}`"
         ) from None
-    return report_from_spec(data, path)
+
+
+def read_report_spec(run_dir: Path) -> wr.Report:
+    return report_from_spec(read_spec_file(run_dir, REPORT_FILE), run_dir / REPORT_FILE)
 
 
 def read_stats(run_dir: Path) -> dict[str, Any] | None:
@@ -281,27 +290,48 @@ def save(report: wr.Report) -> str:
     return report.url
 
 
-def create_from_spec(run_dir: Path) -> str:
-    """Create the report from the spec ``write_review`` wrote offline (after ``wandb sync``); its URL."""
+class Review(NamedTuple):
+    """What ``write_review`` wrote (the report's and the workspace's specs) and, online, their URLs."""
+
+    report: Path
+    workspace: Path
+    urls: tuple[str, str] | None
+
+
+def create_from_spec(run_dir: Path) -> tuple[str, str]:
+    """Create the report and save the workspace from the specs ``write_review`` wrote offline
+    (after ``wandb sync``); their URLs. Both specs are read before anything is saved."""
+    from ablate.sweeps.integrations import wandb_workspace
+
     report = read_report_spec(run_dir)
+    workspace = wandb_workspace.workspace_from_spec(
+        read_spec_file(run_dir, WORKSPACE_FILE), run_dir / WORKSPACE_FILE
+    )
     if not online():
         raise ConfigError(
-            f"W&B is {wandb_glue.wandb_mode()}: a report can only be created online; "
+            f"W&B is {wandb_glue.wandb_mode()}: a report and a workspace can only be created online; "
             f"`wandb login` (or set WANDB_API_KEY and unset WANDB_MODE), `wandb sync "
             f"{run_dir}/wandb/offline-run-*`, then rerun `ablate wandb-report {run_dir} --from-spec`"
         )
-    return save(report)
+    return save(report), wandb_workspace.save(workspace)
 
 
-def write_review(run_dir: Path) -> tuple[Path, str | None]:
-    """Build the review report of a sweep run folder and write its spec (RUN_DIR/wandb-report.json);
-    online, also save it. The spec's path, and the report's URL (None offline)."""
+def write_review(run_dir: Path) -> Review:
+    """Build the review report and the workspace of a sweep run folder and write their specs
+    (RUN_DIR/wandb-report.json, RUN_DIR/wandb-workspace.json); online, also save both."""
+    from ablate.sweeps.integrations import wandb_workspace
     from ablate.sweeps.ledger.run_folder import read_run_spec  # imports optuna: only in this command
 
     spec = read_run_spec(run_dir)
     summary = read_stats(run_dir)
     entity = default_entity() if online() else ""
-    report = build_report(spec, summary, entity=entity, project=wandb_glue.project(spec))
-    path = run_dir / REPORT_FILE
-    write_json(path, report_spec(report))  # first: a failed upload still leaves the spec
-    return path, save(report) if online() else None
+    project = wandb_glue.project(spec)
+    report = build_report(spec, summary, entity=entity, project=project)
+    workspace = wandb_workspace.build_workspace(spec, entity=entity, project=project)
+    paths = Review(run_dir / REPORT_FILE, run_dir / WORKSPACE_FILE, None)
+    # Both specs first: a failed upload still leaves them.
+    write_json(paths.report, report_spec(report))
+    write_json(paths.workspace, wandb_workspace.workspace_spec(workspace))
+    if not online():
+        return paths
+    return paths._replace(urls=(save(report), wandb_workspace.save(workspace)))

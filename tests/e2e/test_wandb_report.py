@@ -1,6 +1,6 @@
-"""``ablate wandb-report``: the W&B Report's spec, checked offline against what the runs log.
+"""``ablate wandb-report``: the W&B Report's and workspace's specs, checked offline against what the runs log.
 
-The spec (``runs/<name>/wandb-report.json``) is what W&B would store. Its runset filters are
+The specs (``runs/<name>/wandb-report.json``, ``wandb-workspace.json``) are what W&B would store. Its runset filters are
 evaluated here against the runs' attributes: in the fast tier against what ``wandb_glue`` passes
 to W&B (captured, nothing logged), in the slow tier against real offline runs of a sweep, read back
 with ``wandb leet inspect --json``.
@@ -19,11 +19,19 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_sweep, write_spec
-from tests.unit.sweeps.integrations.test_wandb_report import matches, panels, wandb_report
+from tests.unit.sweeps.integrations.test_wandb_report import (
+    column_key,
+    matches,
+    panels,
+    wandb_report,
+    workspace_panels,
+    workspace_runset,
+)
 
 
 def inspect_runs(wandb_dir: Path) -> dict[str, dict]:
-    """Each offline run's record (``leet inspect --json``) plus ``logged``: every key it logged."""
+    """Each offline run's record (``leet inspect --json``) plus ``logged``: every key it logged;
+    ``config`` and ``summary``: every update merged (``finish_cell`` adds to both at the end)."""
     exe = Path(sys.executable).parent / "wandb"
     runs = {}
     for folder in sorted(wandb_dir.glob("offline-run-*")):
@@ -38,6 +46,9 @@ def inspect_runs(wandb_dir: Path) -> dict[str, dict]:
             k.split(".")[0] for r in records if r["type"] == "history" for k in r["history"]["item"]
         }
         run["config"] = run["config"]["update"]
+        for r in records:
+            if r["type"] in ("config", "summary"):
+                run.setdefault(r["type"], {}).update(r[r["type"]]["update"])
         runs[run["display_name"]] = run
     return runs
 
@@ -45,7 +56,10 @@ def inspect_runs(wandb_dir: Path) -> dict[str, dict]:
 @pytest.mark.multiprocess
 def test_report_matches_a_real_sweeps_offline_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """Every panel's runset keeps exactly the runs that log its keys: cells for curves and bars,
-    the heatmap seeds' cells for heatmaps, the summary run for the table."""
+    the heatmap seeds' cells for heatmaps, the summary run for the table; the workspace keeps the
+    cells, and each of its axes and table columns is a key they carry. The offline runs record
+    their group and job type (``leet inspect --summary`` does not print them; the run record
+    does)."""
     write_spec(tmp_path, seeds=2)
     ran = run_sweep(tmp_path, "--workers", "1")
     assert ran.returncode == 0, ran.stderr[-3000:]
@@ -75,3 +89,21 @@ def test_report_matches_a_real_sweeps_offline_runs(tmp_path: Path, capsys: pytes
         for name in want:
             assert set(panel["config"]["mediaKeys"]) <= runs[name]["logged"]
     assert "variants" in runs["tiny-summary"]["logged"]
+
+    workspace = json.loads((run_dir / "wandb-workspace.json").read_text())
+    runset = workspace_runset(workspace)
+    assert kept(runset) == cells
+    [pc] = workspace_panels(workspace, "Parallel Coordinates Plot")
+    keys = [column_key(c["accessor"]) for c in pc["config"]["columns"]]
+    keys += [column_key(c) for c in runset["runFeed"]["columnOrder"][1:]]  # after the run's name
+    assert ("config", "model.pe") in keys and ("summary", "diverged") in keys
+    for name in cells:
+        run = runs[name]
+        for section, key in keys:
+            assert key in run[section], (name, section, key)
+        assert (run["run_group"], run["job_type"]) == (f"tiny/{run['config']['variant']}", "tiny")
+        assert "data.n_train" in run["config"] and "data.source" not in run["config"]  # order task
+    assert (runs["tiny-summary"]["run_group"], runs["tiny-summary"]["job_type"]) == (
+        "tiny/summary",
+        "summary",
+    )

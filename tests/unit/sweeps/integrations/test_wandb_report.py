@@ -1,6 +1,6 @@
-"""``ablate wandb-report``: the W&B Report's spec, checked offline against what the runs log.
+"""``ablate wandb-report``: the W&B Report's and workspace's specs, checked offline against what the runs log.
 
-The spec (``runs/<name>/wandb-report.json``) is what W&B would store. Its runset filters are
+The specs (``runs/<name>/wandb-report.json``, ``wandb-workspace.json``) are what W&B would store. Its runset filters are
 evaluated here against the runs' attributes: in the fast tier against what ``wandb_glue`` passes
 to W&B (captured, nothing logged), in the slow tier against real offline runs of a sweep, read back
 with ``wandb leet inspect --json``.
@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 
 from ablate import cli
+from ablate.experiments.config import TrainConfig
 from ablate.experiments.io import write_json
 from ablate.experiments.spec import ExperimentSpec, spec_from_dict
 from ablate.sweeps.integrations import wandb_glue
 from ablate.sweeps.integrations import wandb_report as wrep
+from ablate.sweeps.integrations import wandb_workspace as wws
 from tests.conftest import TINY_BASE
 
 # baseline vs two variants, one of them deeper (its heatmaps have a third layer), an extra metric.
@@ -114,6 +116,26 @@ def matches(runset: dict, run: dict) -> bool:
     return all(ops[f["op"]](run_attr(run, f["key"]), f["value"]) for f in leaves)
 
 
+def workspace_runset(spec_json: dict) -> dict:
+    [runset] = spec_json["spec"]["section"]["runSets"]
+    return runset
+
+
+def workspace_panels(spec_json: dict, view_type: str) -> list[dict]:
+    sections = spec_json["spec"]["section"]["panelBankConfig"]["sections"]
+    return [p for s in sections for p in s["panels"] if p["viewType"] == view_type]
+
+
+def column_key(accessor: str) -> tuple[str, str]:
+    """``config:model.pe.value`` -> (config, model.pe): the key W&B reads from a run logged with
+    a flat config (``{"model.pe": {"value": ...}}``); ``summary:test/acc`` -> (summary, test/acc)."""
+    section, name = accessor.split(":", 1)
+    if section == "config":
+        assert name.endswith(".value"), accessor
+        name = name.removesuffix(".value")
+    return section, name
+
+
 def captured_runs(spec: ExperimentSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict]:
     """The attributes ``wandb_glue`` gives each cell run and the summary run, captured at W&B's door."""
     import lightning.pytorch.loggers
@@ -154,7 +176,7 @@ def test_offline_writes_the_review_spec(tmp_path: Path, capsys: pytest.CaptureFi
     assert wandb_report(str(run_dir)) == 0
     out, err = capsys.readouterr()
     path = run_dir / "wandb-report.json"
-    assert out.strip() == str(path.resolve())
+    assert out.splitlines() == [str(path.resolve()), str((run_dir / "wandb-workspace.json").resolve())]
     assert "--from-spec" in err and "wandb sync" in err
     data = json.loads(path.read_text())
     assert data["project"] == {"name": "ablate", "entityName": ""}
@@ -232,6 +254,146 @@ def test_runsets_keep_exactly_this_experiments_runs(tmp_path: Path, monkeypatch:
         assert kept(runset) == want  # the summary run's id, from spec.json, is the logged one
 
 
+def test_offline_writes_the_workspace_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workspace: this experiment's cells only, grouped by variant; a parallel-coordinates
+    plot over the swept keys and seed to the metric; a runs table with variant, seed, metric and
+    diverged; median curves and bars. Every key it reads is one wandb_glue logs."""
+    spec, run_dir = make_run_dir(tmp_path)
+    runs = captured_runs(spec, tmp_path, monkeypatch)
+    other = spec_from_dict({**RAW_SPEC, "name": "other"})
+    runs |= {f"other/{k}": v for k, v in captured_runs(other, tmp_path, monkeypatch).items()}
+    monkeypatch.undo()
+    assert wandb_report(str(run_dir)) == 0
+    data = json.loads((run_dir / "wandb-workspace.json").read_text())
+    assert (data["project"], data["entity"], data["displayName"]) == (
+        "ablate",
+        "",
+        "tiny: ablation workspace",
+    )
+    cells = {f"{v}-s{s}" for v, s in spec.cells()}
+    runset = workspace_runset(data)
+    assert {name for name, run in runs.items() if matches(runset, run)} == cells  # no summary run
+    assert runset["grouping"] == [{"section": "config", "name": "variant.value"}]
+
+    # Parallel coordinates: the swept keys (flat config keys, as cells log them), seed, the metric.
+    [pc] = workspace_panels(data, "Parallel Coordinates Plot")
+    axes = [column_key(c["accessor"]) for c in pc["config"]["columns"]]
+    assert axes == [
+        ("config", "model.pe"),
+        ("config", "model.n_layers"),
+        ("config", "seed"),
+        ("summary", "test/acc"),
+    ]
+    # The runs table: the run's name, then variant, seed, the primary metric and diverged.
+    feed = runset["runFeed"]
+    assert feed["columnOrder"] == [
+        "run:displayName",
+        "config:variant.value",
+        "config:seed.value",
+        "summary:test/acc",
+        "summary:diverged",
+    ]
+    assert all(feed["columnPinned"][c] and feed["columnVisible"][c] for c in feed["columnOrder"])
+    for name in cells:  # every config axis and column is a key the cell run carries
+        for section, key in axes + [column_key(c) for c in feed["columnOrder"][1:]]:
+            if section == "config":
+                assert key in runs[name]["config"], (name, key)
+    assert {runs[c]["config"]["model.pe"] for c in cells} == {"sinusoidal", "none"}
+
+    # Curves and bars: the median over a variant's seeds with a min-max band, as in the report.
+    lines = workspace_panels(data, "Run History Line Plot")
+    bars = workspace_panels(data, "Bar Chart")
+    assert sorted(p["config"]["metrics"][0] for p in lines) == sorted(wrep.curve_metrics(spec))
+    assert [p["config"]["metrics"] for p in bars] == [["test/acc"], ["val/f1"]]
+    for panel in lines + bars:
+        cfg = panel["config"]
+        assert (cfg["groupBy"], cfg["groupAgg"], cfg["groupArea"]) == ("variant.value", "median", "minmax")
+    assert data["spec"]["section"]["settings"]["xAxis"] == "trainer/global_step"
+    assert data["spec"]["section"]["settings"]["shouldAutoGeneratePanels"] is False
+
+    # One view per experiment: a rerun keeps the name, another experiment gets its own.
+    assert data["name"] == wws.view_name(spec) != wws.view_name(other)
+    assert wandb_report(str(run_dir)) == 0
+    assert json.loads((run_dir / "wandb-workspace.json").read_text())["name"] == data["name"]
+
+
+def test_workspace_spec_round_trips(tmp_path: Path) -> None:
+    """The JSON loads back into the library's Workspace and serializes to the same JSON (flat
+    config columns included: the library alone would read them back as nested keys)."""
+    spec, _ = make_run_dir(tmp_path)
+    data = wws.workspace_spec(wws.build_workspace(spec, entity="", project="p"))
+    assert wws.workspace_spec(wws.workspace_from_spec(data, tmp_path / "x.json")) == data
+
+
+def test_cell_configs_hold_only_their_tasks_data_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text task's cell run has no synthetic sizes, a synthetic one no text source; the rest of
+    the config is cfg.flat()."""
+    import lightning.pytorch.loggers
+
+    monkeypatch.setattr(lightning.pytorch.loggers, "WandbLogger", lambda **kw: kw)
+    spec = spec_from_dict(RAW_SPEC)
+    text = TrainConfig.from_dict(
+        {**TINY_BASE, "data": {"task": "text", "source": "nyu-mll/glue", "subset": "sst2", "max_len": 16}}
+    )
+    order = spec.cell_config("baseline", 0)
+    got = {
+        name: wandb_glue.cell_logger(spec, "baseline", 0, cfg, tmp_path)["config"]
+        for name, cfg in {"text": text, "order": order}.items()
+    }
+    assert "data.n_train" not in got["text"] and "data.n_symbols" not in got["text"]
+    assert got["text"]["data.source"] == "nyu-mll/glue" and got["text"]["data.subset"] == "sst2"
+    assert got["order"]["data.n_train"] == 96 and got["order"]["data.n_symbols"] == 5
+    assert "data.source" not in got["order"] and "data.n_keys" not in got["order"]
+    for name, cfg in {"text": text, "order": order}.items():
+        dropped = set(cfg.flat()) - set(got[name])
+        assert dropped and all(k.startswith("data.") for k in dropped)
+        assert all(got[name][k] == v for k, v in cfg.flat().items() if k not in dropped)
+    # The rule names real fields: every task reads task, seed, batch_size and max_len.
+    from dataclasses import fields
+
+    from ablate.datamodules.config import DataConfig
+
+    names = {f.name for f in fields(DataConfig)}
+    assert {k for keys in DataConfig.TASK_FIELDS.values() for k in keys} <= names
+    assert set(DataConfig.TASK_FIELDS) == {"order", "lookup", "listops", "text"}
+
+
+def test_the_summary_run_has_its_own_job_type_and_a_flat_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = spec_from_dict(RAW_SPEC)
+    runs = captured_runs(spec, tmp_path, monkeypatch)
+    summary = runs.pop("summary")
+    assert summary["job_type"] == "summary" and {r["job_type"] for r in runs.values()} == {"tiny"}
+    config = summary["config"]
+    assert not [k for k, v in config.items() if isinstance(v, dict) and v]  # flat: no nested dicts
+    assert config["base.model.n_heads"] == 2 and config["base.data.n_train"] == 96
+    assert "base.data.source" not in config  # the base's data keys, as a cell's
+    assert config["variants.no_pe.model.pe"] == "none" and config["variants.deep.model.n_layers"] == 3
+    assert config["variants.baseline"] == {} and config["baseline"] == "baseline"
+    assert (config["seeds"], config["metric"], config["name"]) == ([0, 1, 2], "test/acc", "tiny")
+    assert "experiment" not in config  # the key that marks cell runs
+    base = {k.removeprefix("base."): v for k, v in config.items() if k.startswith("base.")}
+    assert base == wandb_glue.run_config(spec.base)
+
+
+def test_finish_cell_puts_the_splits_in_the_config_when_present() -> None:
+    updates: list[dict] = []
+    config = SimpleNamespace(update=lambda d, allow_val_change: updates.append(d))
+
+    def finish(result: dict[str, Any]) -> None:
+        run = SimpleNamespace(summary={}, config=config, id="r", log=lambda *a: None, finish=lambda: None)
+        wandb_glue.finish_cell(SimpleNamespace(experiment=run), result, None)
+
+    splits = {"train": 96, "validation": 32, "test": 32}
+    finish({"test/acc": 1.0, "splits": splits})
+    assert updates == [{"splits": splits}]
+    finish({"test/acc": 1.0})
+    assert updates == [{"splits": splits}]  # absent: nothing written
+
+
 def test_the_summary_run_gets_the_verdicts_and_the_primary_tests_scalars(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -294,11 +456,34 @@ def test_spec_round_trips(tmp_path: Path) -> None:
     assert wrep.report_spec(wrep.report_from_spec(data, tmp_path / "x.json")) == data
 
 
-def go_online(monkeypatch: pytest.MonkeyPatch) -> list:
-    """W&B online, with Report.save and Report.url stubbed: the reports "saved", in order."""
+class FakeViews:
+    """W&B's views of a project, as far as ``Workspace.save`` and a lookup by name reach them:
+    the library runs, only its two GraphQL calls are answered here."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, str] = {}  # view name -> id
+        self.upserts: list[Any] = []  # the View models sent, in order
+
+    def from_name(self, entity: str, project: str, name: str) -> Any:
+        if name not in self.ids:
+            raise ValueError(f"Workspace `{name}` not found in project `{project}`")  # the library's
+        return SimpleNamespace(id=self.ids[name])
+
+    def upsert(self, view: Any) -> dict:
+        self.upserts.append(view)
+        self.ids.setdefault(view.name, view.id or f"view{len(self.ids)}")
+        return {"upsertView": {"view": {"id": self.ids[view.name], "name": view.name}}}
+
+
+def go_online(monkeypatch: pytest.MonkeyPatch) -> tuple[list, FakeViews]:
+    """W&B online, with Report.save and Report.url stubbed (the reports "saved", in order) and
+    the workspace's server calls answered by a FakeViews."""
     import wandb_workspaces.reports.v2 as wr
+    import wandb_workspaces.workspaces as ws
+    from wandb_workspaces.workspaces import internal
 
     saved: list = []
+    views = FakeViews()
 
     def fake_save(self: Any, draft: bool = False, clone: bool = False) -> Any:
         self.id = f"id{len(saved)}"
@@ -311,42 +496,69 @@ def go_online(monkeypatch: pytest.MonkeyPatch) -> list:
     monkeypatch.setattr(
         wr.Report, "url", property(lambda r: f"https://w.example/{r.entity}/{r.project}/{r.id}")
     )
-    return saved
+    monkeypatch.setattr(internal.View, "from_name", lambda *a: views.from_name(*a[-3:]))
+    monkeypatch.setattr(internal, "upsert_view2", views.upsert)
+    monkeypatch.setattr(
+        ws.Workspace,
+        "url",
+        property(lambda w: f"https://w.example/{w.entity}/{w.project}?nw={w._internal_name}"),
+    )
+    return saved, views
 
 
-def test_online_saves_and_prints_the_url(
+def test_online_saves_and_prints_the_urls(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    _, run_dir = make_run_dir(tmp_path)
-    saved = go_online(monkeypatch)
+    """Online: the report and the workspace are saved, their URLs printed; a rerun updates the
+    same workspace (same view, by name and id) rather than adding another."""
+    spec, run_dir = make_run_dir(tmp_path)
+    saved, views = go_online(monkeypatch)
     assert wandb_report(str(run_dir)) == 0
-    assert capsys.readouterr().out.strip() == "https://w.example/team/ablate/id0"
+    name = wws.view_name(spec)
+    assert capsys.readouterr().out.splitlines() == [
+        "https://w.example/team/ablate/id0",
+        f"https://w.example/team/ablate?nw={name}",
+    ]
     assert [r.title for r in saved] == ["tiny: ablation review"]
     assert json.loads((run_dir / "wandb-report.json").read_text())["project"]["entityName"] == "team"
+    assert json.loads((run_dir / "wandb-workspace.json").read_text())["entity"] == "team"
+    [first] = views.upserts
+    assert (first.name, first.id, first.entity, first.project) == (name, "", "team", "ablate")
+    assert wandb_report(str(run_dir)) == 0
+    assert [(v.name, v.id) for v in views.upserts[1:]] == [(name, views.ids[name])]  # an update
+    assert len(views.ids) == 1
 
 
-def test_from_spec_creates_the_offline_report_once_online(
+def test_from_spec_creates_the_offline_report_and_workspace_once_online(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    """Offline spec -> online ``--from-spec``: the saved report is the written one, in the
-    entity of the runs."""
-    _, run_dir = make_run_dir(tmp_path)
+    """Offline specs -> online ``--from-spec``: the saved report and workspace are the written
+    ones, in the entity of the runs."""
+    spec, run_dir = make_run_dir(tmp_path)
     assert wandb_report(str(run_dir)) == 0  # offline (conftest)
     written = json.loads((run_dir / "wandb-report.json").read_text())
+    written_ws = json.loads((run_dir / "wandb-workspace.json").read_text())
     capsys.readouterr()
-    saved = go_online(monkeypatch)
+    saved, views = go_online(monkeypatch)
     assert wandb_report(str(run_dir), "--from-spec") == 0
-    assert capsys.readouterr().out.strip() == "https://w.example/team/ablate/id0"
+    assert capsys.readouterr().out.splitlines() == [
+        "https://w.example/team/ablate/id0",
+        f"https://w.example/team/ablate?nw={wws.view_name(spec)}",
+    ]
     [report] = saved
     got = wrep.report_spec(report)
     assert got["project"] == {"name": "ablate", "entityName": "team"}
     assert {**got, "project": written["project"], "id": ""} == written
+    [view] = views.upserts
+    sent = view.model_dump(by_alias=True, exclude_none=True, mode="json")
+    assert sent["entity"] == "team" and {**sent, "entity": ""} == written_ws
 
 
 # --- bad input: exit 2, one message, nothing written ------------------------------------------
 
 
 REPORT = "<a report spec written offline>"  # the test writes one in its place
+WORKSPACE = "<a workspace spec written offline>"  # the same
 BAD_SUMMARY = json.dumps({**SUMMARY, "variants": {**SUMMARY["variants"], "no_pe": {"n": 3}}})
 # case: (folder under runs/, files written there first (None: a folder), extra args, words of the error)
 BAD: dict[str, tuple[str, dict[str, str | None], list[str], list[str]]] = {
@@ -368,9 +580,21 @@ BAD: dict[str, tuple[str, dict[str, str | None], list[str], list[str]]] = {
         ["--from-spec"],
         ["is not a W&B report spec"],
     ),
-    "from-spec-offline": (
+    "from-spec-workspace-missing": (
         "tiny",
         {"tiny/wandb-report.json": REPORT},
+        ["--from-spec"],
+        ["no wandb-workspace.json", "ablate wandb-report"],
+    ),
+    "from-spec-not-a-workspace": (
+        "tiny",
+        {"tiny/wandb-report.json": REPORT, "tiny/wandb-workspace.json": '{"spec": 3}'},
+        ["--from-spec"],
+        ["wandb-workspace.json is not a W&B workspace spec"],
+    ),
+    "from-spec-offline": (
+        "tiny",
+        {"tiny/wandb-report.json": REPORT, "tiny/wandb-workspace.json": WORKSPACE},
         ["--from-spec"],
         ["W&B is offline", "only be created online", "wandb sync"],
     ),
@@ -387,6 +611,8 @@ def test_bad_input_exits_2(tmp_path: Path, case: str, capsys: pytest.CaptureFixt
             path.mkdir()
         elif text == REPORT:
             write_json(path, wrep.report_spec(wrep.build_report(spec, None, entity="", project="p")))
+        elif text == WORKSPACE:
+            write_json(path, wws.workspace_spec(wws.build_workspace(spec, entity="", project="p")))
         else:
             path.write_text(text)
     target = run_dir.parent / folder
