@@ -50,7 +50,7 @@ def print_outcome(console: Console, outcomes: list[tuple[str, Outcome]]) -> int:
         prefix = f"{name}: " if name else ""
         if o.first_error:
             console.print(f"{prefix}a failed cell: {o.first_error}", markup=False)
-        if o.failed and o.unit == "cells":
+        if o.failed and o.unit == "cells" and not o.stopped:  # a stopped run's message said how
             console.print(
                 f"{prefix}{o.failed} cell(s) failed for good; fix the cause, then rerun the same command "
                 "with --retry-failed",

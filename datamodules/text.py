@@ -8,7 +8,7 @@ the tokenizer on train.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
@@ -34,6 +34,8 @@ class Splits:
     raw: dict[str, RawSplit]
     n_classes: int
     note: str | None = None
+    # How each split was made, one phrase each (datamodules/splits.py records it with the size).
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 def _split_off(raw: RawSplit, fraction: float, seed: int, parts: int) -> list[RawSplit]:
@@ -59,15 +61,35 @@ def load_splits(cfg: DataConfig, hf_cache: str) -> Splits:
         raise DataError(f"{found['train'].origin}: every label is -1; the train split needs labels")
     dropped = [found.pop(s) for s in ("validation", "test") if s in found and not found[s].labelled]
     out = dict(found)
+    sources = {s: r.origin for s, r in out.items()}
     if "test" not in out and "validation" in out:
         out["test"] = out.pop("validation")
+        sources["test"] = f"{sources.pop('validation')}, used as test (the source has no labelled test split)"
+    train = out["train"]
+    held = []  # the splits drawn from train
     if "test" not in out:
         out["validation"], out["test"], out["train"] = _split_off(out["train"], cfg.val_fraction, cfg.seed, 2)
+        held = ["validation", "test"]
     if "validation" not in out:
         out["validation"], out["train"] = _split_off(out["train"], cfg.val_fraction, cfg.seed, 1)
+        held = ["validation"]
+    for i, s in enumerate(held):
+        sources[s] = _drawn(train, cfg.val_fraction, cfg.seed, len(out[s]), after=held[:i])
+    if held:
+        sources["train"] = f"{train.origin}, less the {' and '.join(held)} rows drawn from it"
     n_classes = check_labels(out)
     note = _fallback_note(dropped, found, out, cfg.val_fraction) if dropped else None
-    return Splits({s: out[s] for s in ("train", "validation", "test")}, n_classes, note)
+    names = ("train", "validation", "test")
+    return Splits({s: out[s] for s in names}, n_classes, note, {s: sources[s] for s in names})
+
+
+def _drawn(train: RawSplit, fraction: float, seed: int, n: int, after: list[str]) -> str:
+    """How ``_split_off`` made a held-out split: the share, the seed, and what it is not."""
+    other = f", disjoint from {' and '.join(after)}" if after else ""
+    return (
+        f"{fraction * 100:g}% of {train.origin} ({n} of its {len(train)} rows), drawn at random "
+        f"(a permutation seeded by data.seed={seed}){other}, not stratified by label"
+    )
 
 
 def _fallback_note(

@@ -53,12 +53,15 @@ class TrialResult:
     extras: dict[str, Any] = field(default_factory=dict)
     # What the floats were computed with (experiments/machine.py): provenance, not configuration.
     numerics: dict[str, Any] = field(default_factory=dict)
+    # Each data split's size and how it was made (datamodules/splits.py): what the metrics are of.
+    splits: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: a NaN metric (a diverged run) becomes null."""
         metrics = {k: (v if math.isfinite(v) else None) for k, v in self.metrics.items()}
         out = {**metrics, "diverged": self.diverged, "steps": self.steps, "wall_s": round(self.wall_s, 3)}
-        return out | ({"numerics": self.numerics} if self.numerics else {})
+        out |= {"numerics": self.numerics} if self.numerics else {}
+        return out | ({"splits": self.splits} if self.splits else {})
 
 
 def resolve_precision(cfg: TrainConfig) -> str:
@@ -267,6 +270,7 @@ def _train_group(
             wall_s=wall / len(seeds),
             config=cfg.override({"seed": seed}),
             numerics=numerics_record(),
+            splits=dm.split_record,
         )
         result.extras.update(model=lit.member_model(k), datamodule=dm)
         if out_dirs is not None:

@@ -1,9 +1,11 @@
-"""What a study shows in optuna-dashboard: a named objective, report.md as the study note,
-report.html and the metric plot as study artifacts, and trial user attributes that fit a table.
+"""What a study shows in optuna-dashboard: a named objective, report.md as the study note (after
+GRID_NOTE, which says the study is an ablation grid), report.html and the metric plot as study
+artifacts, and trial user attributes that fit a table.
 
 A trial's user attributes are scalars only (the dashboard draws a dict as one tall JSON cell
 per row): each metric under its own name (``test/acc``), ``diverged``, ``steps``, ``wall_s``,
-and each of the variant's overrides as ``override.<key>``. The full resolved config is the
+each of the variant's overrides as ``override.<key>``, and each data split's size and source
+as ``split.<name>.n`` and ``split.<name>.source`` (datamodules/splits.py). The full resolved config is the
 trial artifact ``config.yaml``, the same file as the cell folder's ``config.yaml``.
 """
 
@@ -20,15 +22,28 @@ import yaml
 from optuna.artifacts import FileSystemArtifactStore, download_artifact, upload_artifact
 from optuna.trial import FrozenTrial
 
+from ablate.datamodules.splits import in_order
 from ablate.experiments.config import TrainConfig
 from ablate.experiments.io import atomic_write, write_yaml
 
 OVERRIDE_PREFIX = "override."
+SPLIT_PREFIX = "split."
 CONFIG_ARTIFACT = "config.yaml"
 PLOT_FILE = "metric.png"
 Scalar = str | int | float | bool | None
 # Optuna's system-attribute prefix of artifact records (optuna/artifacts/_upload.py).
 ARTIFACT_ATTR = "artifacts:"
+# The first lines of the study note. optuna-dashboard draws every single-objective study as an
+# optimisation, with no setting to turn that off (0.21: the "Best Trial" card and badge, the
+# best-value line on History, PED-ANOVA importance over the params `seed` and `variant`, Slice
+# on the first param by name, `seed`); the note is the first card of the study's page.
+GRID_NOTE = (
+    "> **This study is an ablation grid, not an optimisation.** Each trial is one (variant, seed) "
+    "cell, and every cell enters the statistics. The *Best Trial* badge, the best-value line on "
+    "*History* and the *Hyperparameter Importance* (which ranks `seed` beside `variant`) are not "
+    "results: the verdicts and the table below are, as in the run folder's report.html "
+    "(`ablate dashboard RUN_DIR` opens it at `/`)."
+)
 
 
 def open_artifacts(run_dir: Path) -> FileSystemArtifactStore:
@@ -61,12 +76,20 @@ def scalar(value: Any) -> Scalar:
 
 
 def result_attrs(
-    metrics: dict[str, float], overrides: dict[str, Any], *, diverged: bool, wall_s: float
+    metrics: dict[str, float],
+    overrides: dict[str, Any],
+    *,
+    diverged: bool,
+    wall_s: float,
+    splits: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Scalar]:
-    """The user attributes of a finished trial: every metric, the outcome, the variant's overrides."""
+    """The user attributes of a finished trial: every metric, the outcome, the variant's overrides,
+    and the data splits' sizes and sources."""
     attrs: dict[str, Scalar] = dict(metrics)
     attrs.update(diverged=diverged, wall_s=round(wall_s, 3))
     attrs.update({f"{OVERRIDE_PREFIX}{k}": scalar(v) for k, v in overrides.items()})
+    for name, split in (splits or {}).items():
+        attrs.update({f"{SPLIT_PREFIX}{name}.{k}": scalar(v) for k, v in split.items()})
     return attrs
 
 
@@ -82,6 +105,17 @@ def trial_metrics(attrs: dict[str, Any]) -> dict[str, float]:
     if isinstance(legacy, dict):
         return dict(legacy)
     return {k: v for k, v in attrs.items() if is_metric(k)}
+
+
+def trial_splits(attrs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{split: {"n", "source"}}`` from a trial's ``split.<name>.<key>`` attributes (empty for a
+    trial recorded before ablate stored them)."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if key.startswith(SPLIT_PREFIX):
+            name, _, field = key[len(SPLIT_PREFIX) :].rpartition(".")
+            out.setdefault(name, {})[field] = value
+    return in_order(out)
 
 
 def artifact_ids(system_attrs: dict[str, Any], filename: str) -> list[str]:
@@ -138,14 +172,19 @@ def put_study_file(study: optuna.Study, path: Path, artifacts: FileSystemArtifac
         artifacts.write(ids[0], body)
 
 
+def study_note(report_md: str) -> str:
+    """The study note: GRID_NOTE, then report.md."""
+    return f"{GRID_NOTE}\n\n{report_md}"
+
+
 def publish_report(
     study: optuna.Study, run_dir: Path, files: dict[str, Path], plot_png: bytes | None
 ) -> None:
-    """report.md as the study note; report.html and the metric plot (``metric.png``) as study
-    artifacts. ``files`` is what ``write_report`` returned."""
+    """GRID_NOTE and report.md as the study note; report.html and the metric plot (``metric.png``)
+    as study artifacts. ``files`` is what ``write_report`` returned."""
     from optuna_dashboard import get_note, save_note  # a note is optuna-dashboard's, not Optuna's
 
-    note = files["markdown"].read_text(encoding="utf-8")
+    note = study_note(files["markdown"].read_text(encoding="utf-8"))
     if get_note(study) != note:
         save_note(study, note)
     artifacts = open_artifacts(run_dir)

@@ -16,10 +16,10 @@ from ablate.experiments.machine import mixed_numerics
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.ledger.cells import CellStore, collect_rows
 from ablate.sweeps.ledger.run_folder import open_run
-from ablate.sweeps.ledger.study_views import name_objective, publish_report
+from ablate.sweeps.ledger.study_views import name_objective, publish_report, trial_splits
 from ablate.sweeps.report.files import plot_metric, write_report
 from ablate.sweeps.report.provenance import provenance, versions
-from ablate.sweeps.report.text import verdict
+from ablate.sweeps.report.text import splits_summary, verdict
 from ablate.sweeps.stats.power import Pilot, fit, seeds_to_detect
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import Cell, collect, pairing, summarize, variance_components
@@ -70,6 +70,9 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
     # another machine), so the report says when they are mixed.
     complete = [r.numerics for r in rows if r.state == "complete"]
     summary["numerics"] = [{"setting": k, "cells": n} for k, n in mixed_numerics(complete)]
+    # The data each complete cell was evaluated on (the trials' split.* attributes), once per set.
+    done = [c for c in store.states().values() if c.state == "complete" and c.trial is not None]
+    summary["splits"] = splits_summary([(c.variant, trial_splits(c.trial.user_attrs)) for c in done])
     summary["provenance"] = provenance()  # the code's git commit and the package versions
     if plugins := spec.plugin_records():  # each plugin's module, file, source hash and version
         summary["provenance"]["plugins"] = plugins

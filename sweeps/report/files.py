@@ -32,6 +32,7 @@ from ablate.sweeps.report.text import (
     params_text,
     read_design,
     row_cells,
+    split_warning_lines,
     status_line,
     verdict_lines,
 )
@@ -108,6 +109,7 @@ def _markdown(
         "",
         status_line(summary),
         "",
+        *(f"**{line}**\n" for line in split_warning_lines(summary)),
         *(f"- {line}" for line in design_lines(summary, spec)),
         "",
         "| " + " | ".join(HEADER) + " |",
@@ -198,6 +200,7 @@ def _html(
     body += [f"<p class='verdict'><strong>{esc(line)}</strong></p>" for line in verdict_lines(summary)]
     cls = "warn" if summary["cells"]["missing"] else "small"
     body.append(f"<p class='{cls}'>{esc(status_line(summary))}</p>")
+    body += [f"<p class='warn'><strong>{esc(line)}</strong></p>" for line in split_warning_lines(summary)]
     base, d = summary["baseline"], decimals(summary["metric"])
     body.append(
         "<ul class='small'>" + "".join(f"<li>{esc(x)}</li>" for x in design_lines(summary, spec)) + "</ul>"

@@ -1,6 +1,6 @@
 """The words and cells that report.md, report.html and the terminal tables share: number
-formats, the statistics table's header and rows, the status, design, seed-factor and adaptive-seed
-lines, and the head digest."""
+formats, the statistics table's header and rows, the status, design, data-split, seed-factor and
+adaptive-seed lines, and the head digest."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ablate.datamodules.splits import MIN_EVAL_EXAMPLES, describe, small_splits_warning
 from ablate.experiments.machine import NOT_RECORDED
 from ablate.sweeps.stats.summary import seeds_text
 
@@ -242,7 +243,61 @@ def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[s
         for name, ov in spec["variants"].items():
             text = ", ".join(f"{k}={v}" for k, v in ov.items()) if ov else "none (the baseline)"
             lines.append(f"Overrides of {name}: {text}.")
+    lines += splits_lines(summary)
     return lines + numerics_lines(summary) + adaptive_lines(summary) + variance_lines(summary)
+
+
+def splits_summary(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """summary.json's ``splits``: the complete cells' split records (``(variant, record)`` each,
+    datamodules/splits.py), grouped into the distinct ones. One set when every cell evaluated on
+    the same splits (a variant that changes a data key can make more); a set whose ``splits`` is
+    empty holds cells that ran before ablate recorded them."""
+    sets: list[dict[str, Any]] = []
+    for variant, record in records:
+        found = next((s for s in sets if s["splits"] == record), None)
+        if found is None:
+            sets.append(found := {"variants": [], "cells": 0, "splits": record})
+        found["cells"] += 1
+        if variant not in found["variants"]:
+            found["variants"].append(variant)
+    return {"min_eval_examples": MIN_EVAL_EXAMPLES, "sets": sets}
+
+
+def _set_text(s: dict[str, Any]) -> str:
+    return (
+        describe(s["splits"]) if s["splits"] else "not recorded (the cells ran before ablate recorded them)"
+    )
+
+
+def splits_lines(summary: dict[str, Any]) -> list[str]:
+    """What the complete cells were trained and evaluated on: each split's size and how it was
+    made, once when every cell agrees; otherwise the range of each size and one line per set."""
+    sets = (summary.get("splits") or {}).get("sets") or []
+    if not sets:
+        return []
+    if len(sets) == 1:
+        return [f"Data splits (every complete cell): {_set_text(sets[0])}."]
+    sizes: dict[str, list[int]] = {}
+    for s in sets:
+        for name, split in s["splits"].items():
+            sizes.setdefault(name, []).append(int(split["n"]))
+    ranges = ", ".join(f"{n} {min(v)}–{max(v)}" for n, v in sizes.items() if min(v) != max(v))
+    head = f"Data splits differ between cells ({ranges or 'in how they were made'}):"
+    return [head] + [
+        f"{', '.join(s['variants'])} ({s['cells']} cell{'s' * (s['cells'] != 1)}): {_set_text(s)}."
+        for s in sets
+    ]
+
+
+def split_warning_lines(summary: dict[str, Any]) -> list[str]:
+    """A warning per set of splits whose validation or test split is below MIN_EVAL_EXAMPLES."""
+    sets = (summary.get("splits") or {}).get("sets") or []
+    out = []
+    for s in sets:
+        if warning := small_splits_warning(s["splits"]):
+            who = f" ({', '.join(s['variants'])})" if len(sets) > 1 else ""
+            out.append(f"Warning{who}: {warning}.")
+    return out
 
 
 def numerics_lines(summary: dict[str, Any]) -> list[str]:

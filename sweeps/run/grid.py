@@ -10,6 +10,7 @@ rerun.
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from ablate.sweeps.ledger.study_views import PLOT_FILE
 from ablate.sweeps.report.build import report
 from ablate.sweeps.run.launcher import Launcher
 from ablate.sweeps.run.loop import console, prepare_run, run_workers
-from ablate.sweeps.run.outcome import Outcome, grid_outcome
+from ablate.sweeps.run.outcome import Outcome, check_shared_failure, grid_outcome, shared_failure_message
 from ablate.sweeps.stats.inference import ALPHA, seeds_to_reject
 from ablate.sweeps.stats.summary import data_changing_keys
 
@@ -38,6 +39,7 @@ class Grid:
     run_dir: Path
     url: str
     opened: tuple[int, int] | None  # the study file's identity when opened (file_lost)
+    stopped: str | None = None  # the last round stopped on a failure its cells share
 
 
 def reach_warning(spec: ExperimentSpec) -> str | None:
@@ -70,12 +72,15 @@ def prepare_data(specs: list[ExperimentSpec]) -> None:
     cell exists: a data set that cannot be read (a hub that cannot be reached, a missing file, a
     bad column) is then one error in seconds with nothing written, instead of the same failure
     in every cell, retried. The workers find the cache built (keyed by the data's config and
-    content, datamodules/datamodule.py), so their cells are the ones they would have built."""
+    content, datamodules/datamodule.py), so their cells are the ones they would have built.
+    A validation or test split below MIN_EVAL_EXAMPLES is one warning line per data set, here
+    (the workers print it only to their logs)."""
     from ablate.datamodules.datamodule import ClassificationDataModule
+    from ablate.datamodules.splits import small_splits_warning
 
     seen: set[str] = set()
     for spec in specs:
-        for variant in spec.variants:
+        for i, variant in enumerate(spec.variants):
             dm = ClassificationDataModule(spec.cell_config(variant, spec.seeds[0]).data)
             if (key := str(dm.cache_path)) in seen:
                 continue
@@ -84,6 +89,9 @@ def prepare_data(specs: list[ExperimentSpec]) -> None:
                 dm.prepare_data()
             except ConfigError as err:
                 raise ConfigError(f"{spec.name}: variant {variant!r}: {err}") from None
+            if warning := small_splits_warning(dm.read_split_record()):
+                who = spec.name if i == 0 else f"{spec.name}: variant {variant!r}"
+                console.print(f"{who}: warning: {warning}", markup=False, style="yellow", soft_wrap=True)
 
 
 def _open(
@@ -128,7 +136,9 @@ def _run_round(
 ) -> None:
     """Write the specs the workers read, enqueue their cells, run workers until none is left. The
     workers claim from the grids in this order (the most expensive cells first: no core waits for
-    a long tail)."""
+    a long tail). A grid whose first cells all fail with the same error stops early (the workers
+    check, sweeps/run/outcome.py ``shared_failure``); its message is printed once, here."""
+    since = datetime.now()  # this round's attempts: what the stop rule looks at
     for g in grids:
         write_json(g.run_dir / "spec.json", g.spec.to_dict())
         write_yaml(g.run_dir / "spec.yaml", g.spec.to_dict())
@@ -142,9 +152,8 @@ def _run_round(
         return done, f"{running} running" + (f", {failed} failed" if failed else "")
 
     args = [a for g in grids for a in ("--run-dir", str(g.run_dir))]  # the storage: STORAGE_ENV
-    args += ["--heartbeat", str(heartbeat_s), "--grace", str(grace_s)] + (
-        ["--no-wandb"] if not use_wandb else []
-    )
+    args += ["--heartbeat", str(heartbeat_s), "--grace", str(grace_s), "--since", since.isoformat()]
+    args += ["--no-wandb"] if not use_wandb else []
     left = sum(c.state != "complete" for g in grids for c in g.store.states().values())
     pins = {g.spec.base.trainer.cpu_isa for g in grids}
     if len(pins) > 1:
@@ -165,6 +174,11 @@ def _run_round(
         launcher=launcher,
         env=isa_env(pins.pop()),
     )
+    for g in grids:
+        check = check_shared_failure(g.store, since)
+        g.stopped = shared_failure_message(g.spec.name, check.stop) if check.stop else None
+        if g.stopped:
+            console.print(g.stopped, markup=False, style="bold yellow", soft_wrap=True)
 
 
 def _finish(grid: Grid, use_wandb: bool) -> tuple[dict[str, Any], Outcome]:
@@ -174,7 +188,10 @@ def _finish(grid: Grid, use_wandb: bool) -> tuple[dict[str, Any], Outcome]:
 
         wandb_glue.log_summary(grid.spec, summary, grid.run_dir / PLOT_FILE, grid.run_dir)
     outcome = grid_outcome(collect_rows(grid.store))
-    return summary, dataclasses.replace(outcome, lost=file_lost(grid.url, grid.opened))
+    outcome = dataclasses.replace(outcome, lost=file_lost(grid.url, grid.opened))
+    if grid.stopped and not outcome.ok:  # its message named the error: not again as "a failed cell"
+        outcome = dataclasses.replace(outcome, stopped=grid.stopped, first_error=None)
+    return summary, outcome
 
 
 def _next_round(spec: ExperimentSpec, store: CellStore) -> ExperimentSpec | None:
@@ -231,6 +248,8 @@ def sweep(
     opts = {"workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s, "grace_s": grace_s}
     while True:
         _run_round([grid], storage, title=grid.spec.name, launcher=launcher, **opts)
+        if grid.stopped:  # no next round of seeds for a study whose cells all fail
+            return _finish(grid, use_wandb)
         grown = _next_round(grid.spec, grid.store) if spec.adaptive is not None else None
         if grown is None:
             return _finish(grid, use_wandb)

@@ -14,6 +14,7 @@ import shutil
 import signal
 import sys
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import optuna
@@ -38,6 +39,7 @@ from ablate.sweeps.ledger.study_views import (
     upload_config,
 )
 from ablate.sweeps.run.loop import heartbeats, idle_wait, work_loop
+from ablate.sweeps.run.outcome import check_shared_failure, shared_failure_message
 from ablate.sweeps.stats.summary import objective
 
 log = logging.getLogger("ablate.worker")
@@ -109,7 +111,11 @@ def record(store: CellStore, trial: optuna.Trial, result, wandb_id: str | None) 
     spec = store.spec
     variant = trial.params["variant"]
     attrs = result_attrs(
-        result.metrics, spec.variants[variant], diverged=result.diverged, wall_s=result.wall_s
+        result.metrics,
+        spec.variants[variant],
+        diverged=result.diverged,
+        wall_s=result.wall_s,
+        splits=result.splits,
     )
     wandb = {"wandb_id": wandb_id} if wandb_id else {}  # no empty column for a run without W&B
     numerics = {"numerics": numerics_key(result.numerics)} if result.numerics else {}
@@ -118,15 +124,28 @@ def record(store: CellStore, trial: optuna.Trial, result, wandb_id: str | None) 
     store.study.tell(trial, objective(result.metrics, spec.metric, spec.direction))
 
 
+def stopped(study: Study) -> bool:
+    """Whether this run's first cells of ``study`` all failed with the same error
+    (outcome.shared_failure): then no more of its cells are claimed. Read until the answer is
+    final: in a healthy run, until a first cell completes."""
+    if not study.settled:
+        check = check_shared_failure(study.store, study.since)
+        study.settled = check.final
+        if check.stop is not None:
+            study.stop = shared_failure_message(study.store.spec.name, check.stop)
+            log.error("%s", study.stop)
+    return study.stop is not None
+
+
 def claim_group(studies: list[Study], poll_s: float) -> tuple[Study, list[optuna.Trial]] | None:
     """Claim a cell of the first study that has one waiting, and up to ``trainer.seed_parallel``
     - 1 more waiting seeds of its variant (run_cells stacks them); None once every cell of every
-    study is complete or failed for good."""
+    study is complete, failed for good, or stopped by a failure every cell shares."""
     while True:
-        found = next(((s, t) for s in studies if (t := s.store.claim()) is not None), None)
+        found = next(((s, t) for s in studies if not stopped(s) and (t := s.store.claim()) is not None), None)
         if found is not None:
             break
-        if not any(s.store.unfinished() for s in studies):
+        if not any(s.store.unfinished() for s in studies if s.stop is None):
             return None
         idle_wait(poll_s)  # others are running cells; take over if one of them dies
     study, trial = found
@@ -150,10 +169,14 @@ def fail_group(store: CellStore, trials: list[optuna.Trial], error: str | None) 
 
 @dataclass
 class Study:
-    """A study this worker serves: its cells and its run folder."""
+    """A study this worker serves: its cells, its run folder, and the stop rule's state: the
+    run's start (``since``), whether its answer is final, and the stop message once it stopped."""
 
     store: CellStore
     run_dir: Path
+    since: datetime
+    settled: bool = False
+    stop: str | None = None
 
 
 def work(
@@ -163,14 +186,18 @@ def work(
     heartbeat_s: int,
     grace_s: int,
     poll_s: float = 2.0,
+    since: datetime | None = None,
 ) -> int:
     """Run cells of the studies (spec, run folder, storage URL), the first study's while it has
-    some waiting, until every cell is complete (or failed for good); return how many ran here."""
+    some waiting, until every cell is complete (or failed for good, or a study stopped on a
+    failure its cells share, counted from ``since``: the run's start, default now); return how
+    many ran here."""
+    since = since or datetime.now()
     served = []
     for spec, run_dir, url in studies:
         store = open_store(spec, url, heartbeat_interval=heartbeat_s, grace_period=grace_s)
         name_objective(store.study, spec.metric)  # "test/acc" in optuna-dashboard, not "Objective 0"
-        served.append(Study(store, run_dir))
+        served.append(Study(store, run_dir, since))
 
     def run(claimed: tuple[Study, list[optuna.Trial]]) -> int:
         study, trials = claimed
@@ -203,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-wandb", action="store_true")
     parser.add_argument("--heartbeat", type=int, default=10)
     parser.add_argument("--grace", type=int, default=30)
+    parser.add_argument(
+        "--since",
+        type=datetime.fromisoformat,
+        help="the run's start (ISO time; the driver passes it): failures from then on can stop it",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s[%(process)d] %(message)s")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -212,7 +244,13 @@ def main(argv: list[str] | None = None) -> int:
     # cell is marked interrupted and requeued at once, not after its heartbeat's grace period.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        work(studies, use_wandb=not args.no_wandb, heartbeat_s=args.heartbeat, grace_s=args.grace)
+        work(
+            studies,
+            use_wandb=not args.no_wandb,
+            heartbeat_s=args.heartbeat,
+            grace_s=args.grace,
+            since=args.since,
+        )
     except KeyboardInterrupt:
         return 130
     return 0

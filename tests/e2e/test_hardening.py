@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY_BASE, run_sweep, write_spec
+from tests.conftest import TINY_BASE, run_sweep, trials_by_cell, write_spec
 from tests.forked import run_forked
 
 BAD_CSV = "sentence,label\ngood,1\nbad,0\nfine,positive\n" + "".join(
@@ -48,28 +48,33 @@ class Fails(nn.Module):
 
 
 @pytest.mark.multiprocess
-def test_sweep_whose_cells_all_fail_exits_1_with_the_counts(tmp_path: Path) -> None:
+def test_sweep_whose_cells_all_fail_stops_after_three_and_exits_1(tmp_path: Path) -> None:
     """Every cell fails inside training (a plugin norm that raises, met only in the workers'
-    forward pass): the sweep reports, then exits 1 and says so in its last line."""
+    forward pass): the first 3 cells to finish fail alike, so the worker starts no more (the 4th
+    cell is never tried, and no cell is retried), the sweep says so once, reports, and exits 1."""
     (tmp_path / "fails.py").write_text(FAILING_NORM)
     write_spec(
         tmp_path,
         base={**TINY_BASE, "model": {**TINY_BASE["model"], "norm_layer": "fails"}},
         plugins=["fails.py"],
-        seeds=1,
+        seeds=2,
         heatmap_seeds=[0],
     )
     out = tmp_path / "runs [bold]"  # a '[' in a path is printed as is, not read as rich markup
     proc = run_sweep(tmp_path, "--no-wandb", "--runs", str(out))
     assert proc.returncode == 1, proc.stderr[-3000:]
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert lines[-1] == "0/2 cells complete; 2 failed, 0 missing: exit 1"
+    assert lines[-1] == "0/4 cells complete; 3 failed, 1 missing: exit 1"
     message = " ".join(proc.stderr.split())
-    assert "a failed cell: baseline/s0: RuntimeError" in message and "this norm always fails" in message
-    assert f"-> {out}/tiny" in message and f"({out}/tiny)" in " ".join(proc.stdout.split())
+    assert message.count("this norm always fails") == 1 and message.count("stopped starting cells") == 1
+    assert "the first 3 cells to finish" in message and "RuntimeError: this norm always fails" in message
+    assert "--retry-failed" in message and "failed for good" not in message
+    assert f"-> {out}/tiny" in message and f"{out}/tiny" in proc.stdout.splitlines()  # the folder, alone
     assert "[yellow]" not in proc.stderr and "Traceback" not in proc.stderr
+    errors = [t for ts in trials_by_cell(out / "tiny").values() for t in ts if "error" in t.user_attrs]
+    assert len(errors) == 3 and len({t.user_attrs["cell"] for t in errors}) == 3  # once each, 3 cells
     summary = json.loads((out / "tiny" / "summary.json").read_text())
-    assert summary["cells"]["complete"] == 0 and summary["cells"]["total"] == 2
+    assert summary["cells"]["complete"] == 0 and summary["cells"]["total"] == 4
 
 
 @pytest.mark.multiprocess

@@ -277,7 +277,12 @@ def test_unlabelled_test_split_falls_back_to_validation(
     assert note and "split 'test' (12 rows)" in note and "every label is -1" in note
     assert "test is the source's validation split (10 rows)" in note
     assert "validation is 5% of train (3 rows)" in note
-    assert capsys.readouterr().err == f"warning: {note}\n"  # one line
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"warning: {note}"  # one line; then, once per process, the small-split warning
+    assert all(line.startswith("warning: small evaluation split(s)") for line in err[1:])
+    made = {k: v["source"] for k, v in dm.split_record.items()}
+    assert "split 'validation', used as test (the source has no labelled test split)" in made["test"]
+    assert made["validation"].startswith("5% of ") and "(3 of its 60 rows)" in made["validation"]
 
 
 def test_split_note_survives_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,7 @@
 """What optuna-dashboard shows for a study (sweeps/ledger/study_views.py): the objective named by the
-spec's metric, report.md as the study note, report.html and metric.png as study artifacts,
-trial user attributes that are scalars, and the resolved config as a trial artifact."""
+spec's metric, report.md as the study note (after a paragraph saying the study is an ablation
+grid), report.html and metric.png as study artifacts, trial user attributes that are scalars,
+and the resolved config as a trial artifact."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ablate.sweeps.ledger.study_views import (
     publish_report,
     put_study_file,
     result_attrs,
+    study_note,
     trial_config,
     trial_metrics,
     upload_config_of,
@@ -80,7 +82,12 @@ def test_publish_report_note_and_artifacts_replace_not_add(tmp_path: Path) -> No
     publish_report(study, tmp_path, {"markdown": md, "html": html}, b"\x89PNG v2")
     from optuna_dashboard import get_note
 
-    assert get_note(study) == md.read_text()
+    note = get_note(study)
+    assert note == study_note(md.read_text()) and note.endswith(md.read_text())
+    # The note's first lines say the study is an ablation grid, before the optimisation views.
+    first = note.split("\n\n")[0]
+    assert first.startswith("> **This study is an ablation grid, not an optimisation.**")
+    assert all(w in first for w in ("*Best Trial*", "best-value line", "*Hyperparameter Importance*"))
     metas = get_all_artifact_meta(study)
     assert sorted(m.filename for m in metas) == ["metric.png", "report.html"]  # rewritten, not added
     store = open_artifacts(tmp_path)

@@ -127,3 +127,63 @@ def test_the_verdicts_lead_summary_and_report(finished: tuple) -> None:
     page = (run_dir / "report.html").read_text()
     head = f"<p class='verdict'><strong>{html.escape(sentence)}</strong></p>"
     assert head in page and page.index(head) < page.index("<table")  # before the statistics
+
+
+SPLITS = {
+    "train": {"n": 270, "source": "one.csv, less the validation and test rows drawn from it"},
+    "validation": {"n": 15, "source": "5% of one.csv (15 of its 300 rows), drawn at random"},
+    "test": {"n": 15, "source": "5% of one.csv (15 of its 300 rows), disjoint from validation"},
+}
+
+
+def split_study(root: Path, odd: dict | None = None) -> tuple[object, object, Path]:
+    """A 2-variant study whose cells completed with SPLITS as a worker records them; no_pe/s0's
+    splits are ``odd`` when given."""
+    spec = spec_from_dict(
+        {"name": "tiny", "base": TINY_BASE, "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}}}
+    )
+    run_dir = root / "run"
+    run_dir.mkdir(parents=True)
+    store = open_store(spec, sqlite_url(run_dir / "study.db"), create=True)
+    store.ensure_cells()
+    while (trial := store.claim()) is not None:
+        variant, seed = trial.params["variant"], trial.params["seed"]
+        splits = odd if odd is not None and (variant, seed) == ("no_pe", 0) else SPLITS
+        attrs = result_attrs(
+            {"test/acc": 0.6}, spec.variants[variant], diverged=False, wall_s=1.0, splits=splits
+        )
+        set_attrs(trial, attrs)
+        store.study.tell(trial, 0.6)
+    return spec, store, run_dir
+
+
+def test_the_split_sizes_reach_the_report_once_with_their_warning(tmp_path: Path) -> None:
+    """Each cell's trial carries its splits (split.<name>.n/.source); the report states them once,
+    since every cell agrees, and warns once that 15 examples are too few."""
+    spec, store, run_dir = split_study(tmp_path)
+    summary = report(spec, store, run_dir)
+    assert summary["splits"] == {
+        "min_eval_examples": 100,
+        "sets": [{"variants": ["baseline", "no_pe"], "cells": len(spec.cells()), "splits": SPLITS}],
+    }
+    md = (run_dir / "report.md").read_text()
+    line = "- Data splits (every complete cell): train 270 (one.csv, less the validation and test rows"
+    assert md.count(line) == 1 and "; validation 15 (5% of one.csv" in md
+    warnings = [x for x in md.splitlines() if "small evaluation split(s)" in x]
+    assert len(warnings) == 1 and "validation 15, test 15 examples (fewer than 100)" in warnings[0]
+    page = (run_dir / "report.html").read_text()
+    assert page.count("small evaluation split(s)") == 1 and "Data splits (every complete cell)" in page
+
+
+def test_splits_that_differ_between_cells_show_their_range(tmp_path: Path) -> None:
+    odd = {**SPLITS, "validation": {"n": 30, "source": "10% of one.csv"}}
+    spec, store, run_dir = split_study(tmp_path, odd)
+    summary = report(spec, store, run_dir)
+    n = len(spec.cells())
+    sets = summary["splits"]["sets"]  # in the order of the cells (baseline/s0 first)
+    assert [(s["variants"], s["cells"]) for s in sets] == [(["baseline", "no_pe"], n - 1), (["no_pe"], 1)]
+    md = (run_dir / "report.md").read_text()
+    assert "- Data splits differ between cells (validation 15–30):" in md
+    assert f"- baseline, no_pe ({n - 1} cells): train 270 (" in md and "- no_pe (1 cell): train 270" in md
+    # Both sets are too small: one warning each, named by their variants.
+    assert sum("small evaluation split(s)" in x for x in md.splitlines()) == 2

@@ -43,3 +43,21 @@ def test_good_data_is_cached_once_for_the_workers(tmp_path: Path) -> None:
     assert len(caches) == 1  # both variants and both specs share the data set
     dm = ClassificationDataModule(spec.cell_config("no_pe", 1).data)
     assert dm.cache_path.name == caches[0] and (dm.cache_path / "tokenizer.json").exists()
+
+
+def test_a_small_evaluation_split_is_one_warning_in_the_driver(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """60 rows in one file give validation and test 3 rows each: one warning line, for both
+    specs and both variants that share the data set; a synthetic set of 100 per split warns nothing."""
+    spec = text_spec(tmp_path, "review")
+    capsys.readouterr()
+    prepare_data([spec, spec])
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "t: warning: small evaluation split(s): validation 3"
+    )
+    data = {**TINY_BASE["data"], "n_val": 100, "n_test": 100, "cache_dir": str(tmp_path / "cache")}
+    big = spec_from_dict({"name": "b", "base": {**TINY_BASE, "data": data}, "variants": {"baseline": {}}})
+    prepare_data([big])
+    assert "warning" not in capsys.readouterr().err
