@@ -4,10 +4,13 @@
 #   benchmarks/browser_check.sh RUN_DIR [OUT_DIR]
 #
 # Starts `ablate dashboard RUN_DIR` on a free port, takes headless Chromium
-# screenshots of the study list, the study page, its trial table and the run
-# folder's report.html, writes them to OUT_DIR (default /tmp/browser_check) and
-# stops the server. Look at the PNGs: a page that renders blank or an error is
-# what this check is for.
+# screenshots of the review page `/` (first the first screen, 1280x800, then the
+# whole page), then optuna-dashboard's study list, study page, trial list and
+# trial table, writes them to OUT_DIR (default /tmp/browser_check) and stops the
+# server. Look at the PNGs: the first screen should show the verdicts, the
+# per-variant table and the link to optuna-dashboard; a page that renders blank
+# or an error is what this check is for. Run it on a folder whose sweep is still
+# running to see the live page (its bar counts the cells left).
 set -euo pipefail
 
 run_dir=${1:?usage: benchmarks/browser_check.sh RUN_DIR [OUT_DIR]}
@@ -43,14 +46,15 @@ import json, urllib.request as u
 studies = json.load(u.urlopen('$base/api/studies'))['study_summaries']
 print(next(s['study_id'] for s in studies if s['study_name'] == '$name'))")
 
-shot() {  # shot NAME URL [HEIGHT]: one window-sized screenshot after the page's scripts have run
+shot() {  # shot NAME URL [HEIGHT [WIDTH]]: one window-sized screenshot after the page's scripts ran
     "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \
-        --screenshot="$out/$1.png" --window-size="1400,${3:-1000}" --virtual-time-budget=10000 "$2" \
+        --screenshot="$out/$1.png" --window-size="${4:-1400},${3:-1000}" --virtual-time-budget=10000 "$2" \
         >"$out/$1.chromium.log" 2>&1
     echo "$out/$1.png  <- $2"
 }
+shot review "$base/" 800 1280                                    # the first screen: verdicts, table, link
+shot review-full "$base/" 2600                                   # the whole page: plot, heatmap gallery
 shot dashboard "$base/dashboard/"                                # the study list
 shot study "$base/dashboard/studies/$study_id"                   # history, importance, timeline
 shot trials "$base/dashboard/studies/$study_id/trials"           # trial 0: params, user attrs, artifacts
 shot table "$base/dashboard/studies/$study_id/smartSelection"    # the trial table (0.21 has no trialTable page)
-shot report "file://$run_dir/report.html" 2600                   # table, plot, heatmap gallery

@@ -1,25 +1,60 @@
-"""``ablate dashboard``: review a sweep locally in optuna-dashboard, no cloud needed.
+"""``ablate dashboard``: review a sweep locally, no cloud needed.
+
+One server, two views. ``/`` is the review page: the run folder's report.html (the verdicts,
+the per-variant table, the per-seed plot), rebuilt from the study while a sweep runs, under a
+bar that links to the trials. Every other path is optuna-dashboard, whose UI lives at
+``/dashboard/`` and its API at ``/api/`` (its bundle asks for absolute paths, so it is not
+moved under a prefix; the wrapper takes only ``/`` and ``/review/state`` from it).
 
 The dashboard reads the run folder's study: the objective named by the spec's metric,
-report.md as the study note, report.html and metric.png as study artifacts, and one trial per
-cell attempt (params ``variant``/``seed``; scalar user attributes: each metric, ``diverged``,
-``wall_s``, ``override.<key>``; artifacts: ``config.yaml`` and the heatmap seeds' heatmaps),
-all written through sweeps/ledger/study_views.py into the run folder's ``artifacts/`` store.
+report.md (after a paragraph saying the study is an ablation grid) as the study note,
+report.html and metric.png as study artifacts, and one trial per cell attempt (params
+``variant``/``seed``; scalar user attributes: each metric, ``diverged``, ``wall_s``,
+``override.<key>``; artifacts: ``config.yaml`` and the heatmap seeds' heatmaps), all written
+through sweeps/ledger/study_views.py into the run folder's ``artifacts/`` store.
 """
 
 from __future__ import annotations
 
 import errno
+import html
+import json
+import math
 import socket
+import sys
 import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from wsgiref.simple_server import make_server
 
 from optuna.artifacts import FileSystemArtifactStore
 from optuna.storages import BaseStorage
+from optuna.trial import TrialState
 
 from ablate.errors import ConfigError
 from ablate.sweeps.ledger.run_folder import read_json_object, study_storage
+from ablate.sweeps.ledger.storage import one_line
+
+# A requested page looks at the study at most this often; a live page asks whether it changed
+# every POLL_MS and reloads when it did.
+CHECK_EVERY_S = 3.0
+POLL_MS = 5000
+STATE_PATH = "/review/state"
+# The bar over the report, and the report's first screen in the order of the question: the
+# verdicts, the status and warnings, the per-variant table, the per-seed plot; then the design
+# lines, the notes and the rest (report.html itself is not changed). A selector that no longer
+# matches leaves the report in its own order.
+BAR_CSS = """body{display:flex;flex-direction:column;align-items:flex-start}
+#ablate-bar{order:-1;align-self:stretch;position:sticky;top:0;z-index:9;margin:-2rem -2rem 1rem;
+padding:8px 2rem;background:#eef3f8;border-bottom:1px solid #c8d3df;font-size:14px;display:flex;
+gap:1.5em;align-items:baseline;flex-wrap:wrap}#ablate-bar .go{margin-left:auto}
+#ablate-bar .why{color:#555;font-size:12px}body>h1:first-of-type{margin:0 0 .3em}
+body>p{margin:.5em 0}body>ul.small:first-of-type,body>table:first-of-type~*{order:2}
+body>img[alt='metric per variant']{order:1}body>img[alt='metric per variant']~*{order:3}"""
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -43,10 +78,10 @@ def check_port_free(host: str, port: int) -> None:
             raise ConfigError(f"cannot listen on {host}:{port}: {err.strerror}") from None
 
 
-def artifact_store(run_dir: Path) -> FileSystemArtifactStore | None:
-    """The run folder's artifact store, or None before any cell or report has written one."""
-    folder = run_dir / "artifacts"
-    return FileSystemArtifactStore(str(folder)) if folder.is_dir() else None
+def artifact_store(run_dir: Path) -> FileSystemArtifactStore:
+    """The run folder's artifact store; before any cell wrote one it is empty, and the heatmaps and
+    configs that workers put there later show up without a restart."""
+    return FileSystemArtifactStore(str(run_dir / "artifacts"))
 
 
 def study_names(storage: BaseStorage) -> list[str]:
@@ -66,8 +101,222 @@ def open_run_storage(run_dir: Path, storage: str | None = None) -> tuple[str, Ba
     return name, study_storage(run_dir, name, storage, search_too=True)
 
 
+# ---- the review page --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StudyState:
+    """What the report of a study depends on (its complete cells, of how many), and what is left."""
+
+    complete: int  # cells with a complete trial
+    cells: int  # cells with any trial (every enqueued cell)
+    running: int
+    waiting: int
+
+    @property
+    def version(self) -> str:
+        return f"{self.complete}/{self.cells}"
+
+    @property
+    def live(self) -> bool:
+        return self.complete < self.cells or self.running + self.waiting > 0
+
+
+def study_state(storage: BaseStorage, study_id: int) -> StudyState:
+    trials = [t for t in storage.get_all_trials(study_id, deepcopy=False) if "cell" in t.user_attrs]
+    complete = {t.user_attrs["cell"] for t in trials if t.state == TrialState.COMPLETE}
+    return StudyState(
+        complete=len(complete),
+        cells=len({t.user_attrs["cell"] for t in trials}),
+        running=sum(t.state == TrialState.RUNNING for t in trials),
+        waiting=sum(t.state == TrialState.WAITING for t in trials),
+    )
+
+
+class ReviewPage:
+    """The run folder's report.html, rebuilt (``rewrite_report``, as ``ablate report`` does) when
+    the study's complete cells changed since the report on disk; looked at on request, at most
+    every ``check_every_s``. A rebuild that fails (the study mid-write, a read-only folder, a
+    study of an older spec format) keeps the last report written, with the reason in the bar."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        name: str,
+        storage: BaseStorage,
+        url: str | None = None,
+        *,
+        check_every_s: float = CHECK_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.run_dir, self.name, self.storage, self.url = run_dir, name, storage, url
+        self.check_every_s, self.clock = check_every_s, clock
+        try:
+            self.study_id: int | None = storage.get_study_id_from_name(name)
+        except KeyError:  # a search folder: only `<name>.search.<variant>` studies
+            self.study_id = None
+        self.state: StudyState | None = None
+        self.read_error: str | None = None  # the study could not be read: the last state stands
+        self.build_error: str | None = None  # the report could not be rebuilt: the last one stands
+        self._built: str | None = None  # the version of the study the report on disk shows
+        self._failed: str | None = None  # a version whose rebuild failed: not tried again
+        self._checked_at = -math.inf
+        self._lock = threading.Lock()
+
+    @property
+    def error(self) -> str | None:
+        return self.read_error or self.build_error
+
+    @property
+    def dashboard_url(self) -> str:
+        """The study's trials (its own start page is History, with the best-value line)."""
+        return "/dashboard/" if self.study_id is None else f"/dashboard/studies/{self.study_id}/trials"
+
+    def refresh(self) -> StudyState | None:
+        """The study's state, read at most every ``check_every_s``; the report rebuilt if stale."""
+        with self._lock:
+            if self.study_id is None or self.clock() - self._checked_at < self.check_every_s:
+                return self.state
+            self._checked_at = self.clock()
+            try:
+                self.state = state = study_state(self.storage, self.study_id)
+            except Exception as err:  # a database error while a worker writes: the last state
+                self.read_error = f"cannot read the study ({one_line(err)})"
+                return self.state
+            self.read_error = None
+            if self._built is None:
+                self._built = self._on_disk()
+            if state.complete and state.version not in (self._built, self._failed):
+                self._rebuild(state)
+            return state
+
+    def _on_disk(self) -> str | None:
+        """The version the report on disk shows, from its summary.json."""
+        try:
+            cells = json.loads((self.run_dir / "summary.json").read_text(encoding="utf-8"))["cells"]
+            return (
+                f"{cells['complete']}/{cells['total']}" if (self.run_dir / "report.html").is_file() else None
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _rebuild(self, state: StudyState) -> None:
+        from ablate.sweeps.report.build import rewrite_report
+
+        try:
+            rewrite_report(self.run_dir, self.url)
+        except Exception as err:  # anything: the page keeps the last good report
+            self._failed, self.build_error = state.version, f"cannot rebuild the report ({one_line(err)})"
+            print(f"ablate dashboard: {self.build_error}", file=sys.stderr, flush=True)
+            return
+        # What the report shows: a cell that finished while it was written may be in it already.
+        self._built, self._failed, self.build_error = self._on_disk() or state.version, None, None
+
+    def state_json(self) -> bytes:
+        state = self.refresh()
+        live = state is not None and state.live
+        return json.dumps({"version": state.version if state else None, "live": live}).encode()
+
+    def html(self) -> bytes:
+        state = self.refresh()
+        try:
+            report = (self.run_dir / "report.html").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            report = None
+        bar = self._bar(state, self._built if report is not None else None)
+        if report is None:
+            return page_html(self.name, bar + self._no_report(state)).encode()
+        head, sep, rest = report.partition("<body>")
+        return (head + sep + bar + rest if sep else bar + report).encode()
+
+    def _no_report(self, state: StudyState | None) -> str:
+        link = f"<a href='{self.dashboard_url}'>optuna-dashboard</a>"
+        if self.study_id is None:
+            return (
+                f"<p>{html.escape(self.name)} is an <code>ablate search</code> run folder: it has no "
+                f"ablation report; its results are in search.json, its trials in {link}.</p>"
+            )
+        what = self.error or "no cell has finished yet"
+        left = f" ({state.running} running, {state.waiting} waiting)" if state else ""
+        return (
+            f"<h1>{html.escape(self.name)}</h1><p>No report yet: {html.escape(what)}{left}. The verdicts, "
+            f"the per-variant table and the per-seed plot appear here when the first cell finishes; "
+            f"until then, the trials are in {link}.</p>"
+        )
+
+    def _bar(self, state: StudyState | None, shown: str | None) -> str:
+        """The bar: the study's status (the counts of the report shown), the link to the trials, and
+        while cells are left a script that reloads the page when the study's version changes."""
+        esc = html.escape
+        if state is None:
+            status = "no sweep study" if self.study_id is None else "study not read"
+        elif state.live:
+            status = (
+                f"live: {shown or state.version} cells complete, {state.running} running "
+                "(reloads when one finishes)"
+            )
+        else:
+            status = f"finished: the report of {self.run_dir}"
+        if self.error and shown is not None:
+            status += f"; {self.error}: showing the last report written"
+        poll = ""
+        if state is not None and state.live:
+            poll = (
+                f"<script>setInterval(function(){{fetch('{STATE_PATH}').then(function(r){{return r.json()}})"
+                f".then(function(s){{if(s.version!=={json.dumps(state.version)})location.reload()}})"
+                f".catch(function(){{}})}},{POLL_MS})</script>"
+                f"<noscript><meta http-equiv='refresh' content='{POLL_MS // 1000 * 2}'></noscript>"
+            )
+        return (
+            f"<style>{BAR_CSS}</style><div id='ablate-bar'><b>ablate review: {esc(self.name)}</b>"
+            f"<span>{esc(status)}</span><span class='go'><a href='{self.dashboard_url}'><b>Trials in "
+            "optuna-dashboard &rarr;</b></a> <span class='why'>its best-trial and importance views "
+            "are not results</span></span></div>"
+            f"{poll}"
+        )
+
+
+def page_html(title: str, body: str) -> str:
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+        f"<body style='font-family:system-ui,sans-serif;margin:2em;color:#222'>{body}</body></html>"
+    )
+
+
+def review_app(page: ReviewPage, dashboard: WSGIApp) -> WSGIApp:
+    """``/`` the review page, ``/review/state`` its version; every other path optuna-dashboard."""
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO") or "/"
+        if path not in ("/", STATE_PATH):
+            return dashboard(environ, start_response)
+        if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
+            start_response("405 Method Not Allowed", [("Allow", "GET, HEAD")])
+            return [b""]
+        body, ctype = (page.html(), "text/html") if path == "/" else (page.state_json(), "application/json")
+        headers = [("Content-Type", f"{ctype}; charset=utf-8"), ("Content-Length", str(len(body)))]
+        start_response("200 OK", [*headers, ("Cache-Control", "no-store")])
+        return [body] if environ.get("REQUEST_METHOD", "GET") == "GET" else [b""]
+
+    return app
+
+
+def open_review(run_dir: Path, storage: str | None = None) -> ReviewPage:
+    """The review page of a run folder (its errors: the folder's, as ``open_run_storage``'s)."""
+    name, rdb = open_run_storage(run_dir, storage)
+    return ReviewPage(run_dir, name, rdb, storage)
+
+
+def make_app(page: ReviewPage) -> WSGIApp:
+    """The server's WSGI app: the review page, and optuna-dashboard on the same storage."""
+    import optuna_dashboard  # only this command needs it
+
+    return review_app(page, optuna_dashboard.wsgi(page.storage, artifact_store=artifact_store(page.run_dir)))
+
+
 def serve(run_dir: Path, *, host: str = "127.0.0.1", port: int = 8080, storage: str | None = None) -> None:
-    """Serve optuna-dashboard on a sweep run folder until Ctrl-C (which raises KeyboardInterrupt).
+    """Serve the review page and optuna-dashboard on a sweep run folder until Ctrl-C (which raises
+    KeyboardInterrupt).
 
     The storage goes through the suite's settings (``open_storage``), so that
     reading a live sweep's SQLite study waits for the workers' writes instead of
@@ -78,18 +327,15 @@ def serve(run_dir: Path, *, host: str = "127.0.0.1", port: int = 8080, storage: 
     response is being written would be logged and swallowed, and the server would keep
     running. Signals reach only the main thread, which here does nothing but wait.
     """
-    name, rdb = open_run_storage(run_dir, storage)  # the folder first: its errors say more
+    page = open_review(run_dir, storage)  # the folder first: its errors say more than the port's
     check_port_free(host, port)
-    import optuna_dashboard  # only this command needs it
-
-    artifacts = artifact_store(run_dir)
-    app = optuna_dashboard.wsgi(rdb, artifact_store=artifacts)
-    httpd = make_server(host, port, app)
+    httpd = make_server(host, port, make_app(page))
     thread = threading.Thread(target=httpd.serve_forever, name="dashboard", daemon=True)
-    print(f"optuna-dashboard for {name!r}: http://{host}:{port}/dashboard/", flush=True)
-    print(f"studies: {', '.join(study_names(rdb))}", flush=True)
-    if artifacts is None:
-        print(f"no artifacts in {run_dir / 'artifacts'} (no cell has finished yet)", flush=True)
+    print(f"review page for {page.name!r}: http://{host}:{port}/", flush=True)
+    print(f"optuna-dashboard: http://{host}:{port}/dashboard/", flush=True)
+    print(f"studies: {', '.join(study_names(page.storage))}", flush=True)
+    if not (run_dir / "artifacts").is_dir():
+        print(f"no artifacts in {run_dir / 'artifacts'} yet (no cell has finished)", flush=True)
     print("Ctrl-C stops the server", flush=True)
     thread.start()
     try:

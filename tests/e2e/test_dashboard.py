@@ -1,8 +1,10 @@
-"""``ablate dashboard``: optuna-dashboard on a finished sweep answers over HTTP with the
-study's trials, their params and the heatmap artifacts; bad input exits 2."""
+"""``ablate dashboard``: on a finished sweep, the review page at ``/`` and optuna-dashboard answer
+over HTTP with the report's verdict, the study's trials, their params and the heatmap artifacts;
+bad input exits 2. (The review page's refresh and fallback: tests/unit/sweeps/integrations/.)"""
 
 from __future__ import annotations
 
+import html
 import json
 import signal
 import socket
@@ -83,7 +85,9 @@ def server(run_dir: Path, tmp_path: Path) -> Iterator[tuple[str, subprocess.Pope
 
 
 @pytest.mark.server
-def test_dashboard_serves_the_study_trials_and_heatmaps(server: tuple[str, subprocess.Popen, Path]) -> None:
+def test_dashboard_serves_the_study_trials_and_heatmaps(
+    server: tuple[str, subprocess.Popen, Path], run_dir: Path
+) -> None:
     base, proc, log = server
     studies = get_json(f"{base}/api/studies")["study_summaries"]
     by_name = {s["study_name"]: s for s in studies}
@@ -116,6 +120,13 @@ def test_dashboard_serves_the_study_trials_and_heatmaps(server: tuple[str, subpr
 
     status, ctype, body = get(f"{base}/dashboard/")
     assert (status, ctype) == (200, "text/html") and b"Optuna Dashboard" in body
+
+    # `/` is the review page: the report's verdict, under a link to the study's trials.
+    status, ctype, body = get(f"{base}/")
+    verdict = json.loads((run_dir / "summary.json").read_text())["verdicts"]["no_pe"]
+    assert (status, ctype) == (200, "text/html") and html.escape(verdict).encode() in body
+    assert f"href='/dashboard/studies/{study_id}/trials'".encode() in body
+    assert log.read_text().startswith(f"review page for 'tiny': {base}/\n"), log.read_text()
 
     # Ctrl-C stops the server cleanly.
     proc.send_signal(signal.SIGINT)

@@ -22,9 +22,7 @@ from optuna.trial import TrialState
 
 from ablate.experiments.config import TrainConfig
 from ablate.experiments.spec import spec_from_resolved
-from ablate.sweeps.ledger.study_views import (
-    trial_config,
-)
+from ablate.sweeps.ledger.study_views import study_note, trial_config
 from ablate.sweeps.report.text import HEADER
 from tests.conftest import REPO, ablate_cmd, run_sweep, write_spec
 from tests.unit.sweeps.ledger.test_dashboard_views import SCALARS
@@ -85,7 +83,7 @@ def test_sweep_study_answers_in_the_dashboard(run_dir: Path) -> None:
     assert detail["objective_names"] == ["test/acc"]
     report_md = (run_dir / "report.md").read_text()
     table = "| " + " | ".join(HEADER) + " |"  # the report's table, rendered as Markdown in the note
-    assert detail["note"]["body"] == report_md and table in report_md
+    assert detail["note"]["body"] == study_note(report_md) and table in report_md
     assert all(f"| {v} |" in report_md for v in spec.variants)
     assert sorted(a["filename"] for a in detail["artifacts"]) == ["metric.png", "report.html"]
     # Every user attribute is a sortable column; a metric's column sorts numerically.
@@ -103,4 +101,4 @@ def test_sweep_study_answers_in_the_dashboard(run_dir: Path) -> None:
     assert sorted(m.filename for m in get_all_artifact_meta(again)) == ["metric.png", "report.html"]
     from optuna_dashboard import get_note
 
-    assert get_note(again) == (run_dir / "report.md").read_text()
+    assert get_note(again) == study_note((run_dir / "report.md").read_text())
