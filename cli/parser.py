@@ -64,7 +64,12 @@ def _sweep_options(p: argparse.ArgumentParser, default_workers: int | None = 1) 
     p.add_argument("--out", dest="misplaced_out", help=argparse.SUPPRESS)
     p.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
     p.add_argument("--heartbeat", type=int, default=10, help="seconds between worker heartbeats (default 10)")
-    p.add_argument("--grace", type=int, default=30, help="seconds without a heartbeat before a cell is rerun (default 30)")
+    p.add_argument(
+        "--grace",
+        type=int,
+        default=30,
+        help="seconds without a heartbeat before a cell is rerun (default 30)",
+    )
     p.add_argument(
         "--retry-failed",
         action="store_true",
@@ -271,7 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     ag = sub.add_parser("aggregate", help="one table across tasks: IQM and P(improve) of normalized scores")
     ag.add_argument("run_dirs", nargs="+", help="finished sweep run folders that share variant names")
-    ag.add_argument("--out", default="runs/aggregate", help="output stem: STEM.json and STEM.md (default runs/aggregate)")
+    ag.add_argument(
+        "--out", default="runs/aggregate", help="output stem: STEM.json and STEM.md (default runs/aggregate)"
+    )
     ag.add_argument(
         "--storage",
         default=os.environ.get(STORAGE_ENV),
@@ -362,7 +369,9 @@ def completion_script(shell: str) -> str:
     for command in parser._subparsers._group_actions[0].choices.values():
         for action in command._actions:
             if action.dest in ("spec", "config", "run_dir", "run_dirs", "run_a", "run_b", "path"):
-                action.complete = {shell: yaml_files[shell]} if action.dest in ("spec", "config") else shtab.DIR
+                action.complete = (
+                    {shell: yaml_files[shell]} if action.dest in ("spec", "config") else shtab.DIR
+                )
     return shtab.complete(parser, shell=shell)
 
 

@@ -31,9 +31,9 @@ def test_every_option_with_a_default_says_it_in_its_help() -> None:
     for name, command in commands().items():
         for action in command._actions:
             flag_only = isinstance(action, (argparse._HelpAction, argparse._StoreTrueAction))
-            if action.option_strings and not flag_only and action.default not in (None, argparse.SUPPRESS):
-                if "default" not in (action.help or ""):
-                    missing.append(f"ablate {name} {action.option_strings[0]}")
+            has_default = action.default not in (None, argparse.SUPPRESS)
+            if action.option_strings and not flag_only and has_default and "default" not in action.help:
+                missing.append(f"ablate {name} {action.option_strings[0]}")
     assert not missing, f"no default in the help of {missing}"
 
 
