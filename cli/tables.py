@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 # Notes: wrapped to a terminal's width, but not in a log or a pipe (rich would break them at 80).
-console = Console(stderr=True) if Console(stderr=True).is_terminal else Console(stderr=True, soft_wrap=True)
+console = Console(stderr=True, soft_wrap=not Console(stderr=True).is_terminal)
 out_console = Console() if Console().is_terminal else Console(width=160)
 
 

@@ -41,7 +41,8 @@ from ablate.sweeps.ledger.storage import default_storage, heartbeat, retry_db
 from ablate.sweeps.ledger.study_file import check_storage_url
 from ablate.sweeps.run.launcher import Launcher, start_jobs
 
-console = Console(stderr=True)
+# Off a terminal (a log, a pipe) a note is one line, not broken at rich's default 80 columns.
+console = Console(stderr=True, soft_wrap=not Console(stderr=True).is_terminal)
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 W = TypeVar("W")
@@ -221,6 +222,43 @@ def _start_processes(
     return handles
 
 
+def _watch_bar(handles: list[Any], poll: Callable[[], tuple[int, str]], title: str, total: int) -> None:
+    """A progress bar, redrawn every second, on a terminal."""
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[state]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    ) as bar:
+        done, state = poll()
+        task = bar.add_task(title, total=total, completed=done, state=state)
+        while any(h.running() for h in handles):
+            time.sleep(1.0)
+            done, state = poll()
+            bar.update(task, completed=done, state=state)
+
+
+def _watch_lines(handles: list[Any], poll: Callable[[], tuple[int, str]], title: str, total: int) -> None:
+    """In a log or a pipe, where a redrawn bar would pile up: one line each time work finishes."""
+    start = time.monotonic()
+    shown_done = -1
+    while True:
+        running = any(h.running() for h in handles)
+        done, state = poll()
+        if done != shown_done:
+            elapsed = time.strftime("%H:%M:%S", time.gmtime(time.monotonic() - start))
+            console.print(f"{title}: {done}/{total} done, {state}, {elapsed}", markup=False, soft_wrap=True)
+            shown_done = done
+        if not running:
+            return
+        time.sleep(1.0)
+
+
 def run_workers(
     module: str,
     worker_args: list[str],
@@ -258,23 +296,8 @@ def run_workers(
         logs = run_dir / "jobs"
         console.print(f"submitted {workers} {launcher.kind} job(s); their logs: {logs}", markup=False)
     try:
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[state]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=console,
-            transient=False,
-        ) as bar:
-            done, state = poll()
-            task = bar.add_task(title, total=total, completed=done, state=state)
-            while any(h.running() for h in handles):
-                time.sleep(1.0)
-                done, state = poll()
-                bar.update(task, completed=done, state=state)
+        watch = _watch_bar if console.is_terminal else _watch_lines
+        watch(handles, poll, title, total)
     except KeyboardInterrupt:
         for h in handles:
             h.stop()
