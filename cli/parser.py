@@ -375,6 +375,22 @@ def completion_script(shell: str) -> str:
     return shtab.complete(parser, shell=shell)
 
 
+# What Hydra and LightningCLI users type, and what ablate takes instead.
+HABITS = {
+    ("-m", "--multirun"): "no -m here: a grid is ablate sweep CONFIG.yaml key=a,b",
+    ("--config", "-c", "--config-name", "--config-path"): "the config file is the first argument: "
+    "ablate train CONFIG.yaml, ablate sweep SPEC.yaml",
+}
+
+
+def habit_hint(stray: list[str]) -> str:
+    """``; <what to type instead>`` for a Hydra / LightningCLI habit among ``stray``, else ''."""
+    for flags, hint in HABITS.items():
+        if any(x.partition("=")[0] in flags for x in stray):
+            return f" ({hint})"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     # What records this process's command line later (the W&B summary run) sees no password.
     sys.argv[:] = [shown(a) for a in sys.argv]
@@ -383,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     stray = [x for x in extra if x.startswith("-") or "=" not in x]
     if stray or (extra and not hasattr(args, "overrides")):
-        parser.error(f"unrecognized arguments: {' '.join(stray or extra)}")
+        parser.error(f"unrecognized arguments: {' '.join(stray or extra)}{habit_hint(stray or extra)}")
     if extra:
         args.overrides = [*args.overrides, *extra]
     func: Callable[[argparse.Namespace], int] = args.func

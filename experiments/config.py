@@ -350,6 +350,10 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
         raw[key] = value
         return
     section, _, name = key.partition(".")
+    if key.startswith("+"):  # Hydra's "add a key": every key exists here, so it is set as it is
+        raise ConfigError(
+            f"override {key!r}: drop the '+' ({key.lstrip('+')}=...): the config's keys are fixed, and each has a default"
+        )
     if section not in SECTIONS or not name:
         raise ConfigError(
             f"unknown config key {key!r}; keys look like section.name with section in {sorted(SECTIONS)}, "

@@ -67,3 +67,32 @@ def test_out_on_a_command_that_makes_run_folders_names_runs(
         err = " ".join(capsys.readouterr().err.split())
         assert f"ablate {command} writes one run folder per experiment" in err and "--runs mine" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["sweep", "x.yaml", "-m", "model.n_heads=1,2"],
+            "no -m here: a grid is ablate sweep CONFIG.yaml key=a,b",
+        ),
+        (["train", "--config", "x.yaml"], "the config file is the first argument"),
+    ],
+)
+def test_hydra_and_lightningcli_habits_get_a_hint(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and message in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_plus_key_is_refused_with_the_key_to_write(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.conftest import TINY_YAML
+
+    (tmp_path / "base.yaml").write_text(TINY_YAML)
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "base.yaml", "+model.n_heads=1", "--print-config"]) == 2
+    assert "drop the '+' (model.n_heads=...)" in capsys.readouterr().err
