@@ -204,7 +204,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             if args.then_evaluate
             else ""
         )
-        return _plan(spec, run_dir, args, f"{len(variants)} variants x {trials} trials{then}")
+        plural = "s" * (len(variants) != 1)
+        return _plan(spec, run_dir, args, f"{len(variants)} variant{plural} x {trials} trials{then}")
     import optuna
 
     from ablate.sweeps.run.outcome import search_outcome

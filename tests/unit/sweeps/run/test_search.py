@@ -154,3 +154,17 @@ def test_median_pruner_spares_the_first_n_warmup_validations(warmup: int) -> Non
             pruned_at = step
             break
     assert pruned_at == warmup + 1
+
+
+def test_search_dry_run_and_print_config_write_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(RAW))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["search", "tiny.yaml", "--trials", "3", "--then-evaluate", "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    assert "no_warmup" in out and "2 variants x 3 trials, then 4 cells in runs/tiny-tuned" in err
+    assert cli.main(["search", "tiny.yaml", "--print-config", "--variants", "baseline"]) == 0
+    out, err = capsys.readouterr()
+    assert yaml.safe_load(out)["search"]["trials"] == 5 and "1 variant x 5 trials would run" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.yaml"]
