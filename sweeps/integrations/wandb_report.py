@@ -206,21 +206,28 @@ def report_spec(report: wr.Report) -> dict[str, Any]:
     return report._to_model().model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def report_from_spec(data: Any, path: Path) -> wr.Report:
-    """The report a ``report_spec`` JSON describes (the library's own load path, as ``from_url``)."""
+def validated(model_class: Any, data: Any, path: Path, what: str) -> Any:
+    """``data`` as the library's pydantic ``model_class``, or a ConfigError naming the first problem
+    and how to write the file again."""
     import pydantic
-    import wandb_workspaces.reports.v2 as wr
-    from wandb_workspaces.reports.v2 import internal
 
     try:
-        model = internal.ReportViewspec.model_validate(data)
+        return model_class.model_validate(data)
     except pydantic.ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(
-            f"{path} is not a W&B report spec ({err.error_count()} problem(s); first: {where}: "
+            f"{path} is not a W&B {what} spec ({err.error_count()} problem(s); first: {where}: "
             f"{first['msg']}); rewrite it with `ablate wandb-report {path.parent}`"
         ) from None
+
+
+def report_from_spec(data: Any, path: Path) -> wr.Report:
+    """The report a ``report_spec`` JSON describes (the library's own load path, as ``from_url``)."""
+    import wandb_workspaces.reports.v2 as wr
+    from wandb_workspaces.reports.v2 import internal
+
+    model = validated(internal.ReportViewspec, data, path, "report")
     report = wr.Report._from_model(model)
     # wandb-workspaces 0.4.13's WeavePanelSummaryTable._from_model drops the panel's layout (the
     # table would shrink to 8x6): restore every panel's layout from the model, grid by grid.

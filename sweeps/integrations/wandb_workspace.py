@@ -33,7 +33,6 @@ from pydantic.dataclasses import dataclass
 from wandb_workspaces import expr
 from wandb_workspaces.reports.v2.interface import dataclass_config
 
-from ablate.errors import ConfigError
 from ablate.experiments.spec import ExperimentSpec
 from ablate.sweeps.integrations.wandb_report import (
     AGG,
@@ -43,6 +42,7 @@ from ablate.sweeps.integrations.wandb_report import (
     cell_filters,
     curve_metrics,
     default_entity,
+    validated,
 )
 
 TABLE_KEYS = ("diverged",)  # summary keys the runs table pins after variant, seed and the metric
@@ -136,19 +136,9 @@ def workspace_spec(workspace: ws.Workspace) -> dict[str, Any]:
 
 def workspace_from_spec(data: Any, path: Path) -> ws.Workspace:
     """The workspace a ``workspace_spec`` JSON describes (the library's load path, as ``from_url``)."""
-    import pydantic
     from wandb_workspaces.workspaces import internal
 
-    try:
-        model = internal.View.model_validate(data)
-    except pydantic.ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(
-            f"{path} is not a W&B workspace spec ({err.error_count()} problem(s); first: {where}: "
-            f"{first['msg']}); rewrite it with `ablate wandb-report {path.parent}`"
-        ) from None
-    workspace = ws.Workspace._from_model(model)
+    workspace = ws.Workspace._from_model(validated(internal.View, data, path, "workspace"))
     for section in workspace.sections:  # loaded columns are the library's: flat keys again
         for panel in section.panels:
             if isinstance(panel, wr.ParallelCoordinatesPlot):

@@ -226,16 +226,23 @@ def test_offline_writes_the_review_spec(tmp_path: Path, capsys: pytest.CaptureFi
     )  # no interval
 
 
-def test_runsets_keep_exactly_this_experiments_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The filters, evaluated on what wandb_glue logs: cells in the grouped runsets, heatmap seeds in
-    the heatmap runset, the study's summary run alone in the table's; another experiment's runs
-    (same project, same variant names) nowhere."""
+def reviewed_beside_another(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Path, dict]:
+    """A run folder reviewed offline, and the runs wandb_glue logs for it and for another
+    experiment of the same project (same variant names)."""
     spec, run_dir = make_run_dir(tmp_path)
     runs = captured_runs(spec, tmp_path, monkeypatch)
     other = spec_from_dict({**RAW_SPEC, "name": "other"})
     runs |= {f"other/{k}": v for k, v in captured_runs(other, tmp_path, monkeypatch).items()}
     monkeypatch.undo()
     assert wandb_report(str(run_dir)) == 0
+    return spec, run_dir, runs
+
+
+def test_runsets_keep_exactly_this_experiments_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The filters, evaluated on what wandb_glue logs: cells in the grouped runsets, heatmap seeds in
+    the heatmap runset, the study's summary run alone in the table's; another experiment's runs
+    (same project, same variant names) nowhere."""
+    spec, run_dir, runs = reviewed_beside_another(tmp_path, monkeypatch)
     data = json.loads((run_dir / "wandb-report.json").read_text())
 
     def kept(runset: dict) -> set[str]:
@@ -258,12 +265,7 @@ def test_offline_writes_the_workspace_spec(tmp_path: Path, monkeypatch: pytest.M
     """The workspace: this experiment's cells only, grouped by variant; a parallel-coordinates
     plot over the swept keys and seed to the metric; a runs table with variant, seed, metric and
     diverged; median curves and bars. Every key it reads is one wandb_glue logs."""
-    spec, run_dir = make_run_dir(tmp_path)
-    runs = captured_runs(spec, tmp_path, monkeypatch)
-    other = spec_from_dict({**RAW_SPEC, "name": "other"})
-    runs |= {f"other/{k}": v for k, v in captured_runs(other, tmp_path, monkeypatch).items()}
-    monkeypatch.undo()
-    assert wandb_report(str(run_dir)) == 0
+    spec, run_dir, runs = reviewed_beside_another(tmp_path, monkeypatch)
     data = json.loads((run_dir / "wandb-workspace.json").read_text())
     assert (data["project"], data["entity"], data["displayName"]) == (
         "ablate",
@@ -312,7 +314,7 @@ def test_offline_writes_the_workspace_spec(tmp_path: Path, monkeypatch: pytest.M
     assert data["spec"]["section"]["settings"]["shouldAutoGeneratePanels"] is False
 
     # One view per experiment: a rerun keeps the name, another experiment gets its own.
-    assert data["name"] == wws.view_name(spec) != wws.view_name(other)
+    assert data["name"] == wws.view_name(spec) != wws.view_name(spec_from_dict({**RAW_SPEC, "name": "other"}))
     assert wandb_report(str(run_dir)) == 0
     assert json.loads((run_dir / "wandb-workspace.json").read_text())["name"] == data["name"]
 
