@@ -50,9 +50,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if lists := split_overrides(args.overrides)[1]:
         key = next(iter(lists))
+        given = f"{key}={','.join(lists[key])}"
         raise ConfigError(
-            f"{key}={','.join(lists[key])}: train runs one config; a comma list makes a grid with "
-            f"ablate sweep {args.config} {key}={','.join(lists[key])}"
+            f"{given}: train runs one config; a comma list makes a grid with ablate sweep {args.config} {given}"
         )
     # Fail fast, before the heavy imports.
     cfg = load_config(resolve(args.config, ("config",), "train config"), args.overrides)

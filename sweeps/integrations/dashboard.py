@@ -35,7 +35,7 @@ from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
 from ablate.errors import ConfigError
-from ablate.sweeps.ledger.run_folder import read_json_object, study_storage
+from ablate.sweeps.ledger.run_folder import read_json_object, read_summary, study_storage
 from ablate.sweeps.ledger.storage import one_line
 
 # A requested page looks at the study at most this often; a live page asks whether it changed
@@ -192,12 +192,12 @@ class ReviewPage:
 
     def _on_disk(self) -> str | None:
         """The version the report on disk shows, from its summary.json."""
+        if not (self.run_dir / "report.html").is_file():
+            return None
         try:
-            cells = json.loads((self.run_dir / "summary.json").read_text(encoding="utf-8"))["cells"]
-            return (
-                f"{cells['complete']}/{cells['total']}" if (self.run_dir / "report.html").is_file() else None
-            )
-        except (OSError, ValueError, KeyError, TypeError):
+            cells = read_summary(self.run_dir)["cells"]
+            return f"{cells['complete']}/{cells['total']}"
+        except (ConfigError, KeyError, TypeError):
             return None
 
     def _rebuild(self, state: StudyState) -> None:
