@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ablate.errors import ConfigError
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.loading import load_config
-from ablate.experiments.run import TrialResult, run_trial
-from ablate.experiments.spec import ExperimentSpec, load_spec
+from ablate.experiments.runner.cells import TrialResult, run_trial
+from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.specs.loading import load_config
+from ablate.experiments.specs.spec import ExperimentSpec, load_spec
 
 __all__ = [
     "ConfigError",
@@ -60,7 +60,7 @@ def sweep(
     login). Returns the summary that ``load_summary`` reads back: ``summary["variants"][name]``
     holds the median, IQR, IQM, Δ to the baseline with its CI, p values and P(improve).
     """
-    from ablate.sweeps.run.grid import sweep as run_sweep
+    from ablate.sweeps.drivers.grid import sweep as run_sweep
 
     summary, _ = run_sweep(spec, Path(run_dir), storage=storage, workers=workers, use_wandb=use_wandb)
     return summary  # summary["cells"] counts complete, failed and missing cells
@@ -92,8 +92,8 @@ def search(
     """Tune each variant on validation (``ablate search``): TPE and pruning over the spec's
     ``search`` block; returns search.json (each variant's best parameters and value).
     ``tuned_spec(spec, result)`` is the grid with those parameters, for ``sweep``."""
-    from ablate.sweeps.run.search import check_search
-    from ablate.sweeps.run.search import search as run_search
+    from ablate.sweeps.drivers.search import check_search
+    from ablate.sweeps.drivers.search import search as run_search
 
     variants, trials = check_search(spec, variants, trials)
     return run_search(spec, Path(run_dir), variants=variants, trials=trials, storage=storage, workers=workers)
@@ -101,7 +101,7 @@ def search(
 
 def tuned_spec(spec: ExperimentSpec, search_result: dict[str, Any]) -> ExperimentSpec:
     """The grid with each variant's best parameters from ``search`` (``--then-evaluate``)."""
-    from ablate.sweeps.run.search import tuned_spec as tuned
+    from ablate.sweeps.drivers.search import tuned_spec as tuned
 
     return tuned(spec, search_result)
 
@@ -117,7 +117,7 @@ def lr_check(
 ) -> dict[str, dict[str, Any]]:
     """The experiment again at its shared lr times each factor (``ablate lr-check``), each a sweep
     into ``out/<name>-lr<f>x``; run name -> its summary."""
-    from ablate.sweeps.run.lr_check import lr_check as check
+    from ablate.sweeps.drivers.lr_check import lr_check as check
 
     runs = check(
         Path(spec_path),
@@ -141,10 +141,10 @@ def reproduce(
 ) -> dict[str, Any]:
     """A preset end to end (``ablate reproduce``): each experiment's sweep into ``out/<name>``,
     then the table across tasks. Returns {"summaries": name -> summary, "aggregate": ... | None}."""
-    from ablate.experiments.presets import preset_specs
-    from ablate.sweeps.run.grid import sweep_pool
-    from ablate.sweeps.run.reproduce import default_profile, default_workers
-    from ablate.sweeps.run.reproduce import reproduce as run_preset
+    from ablate.experiments.specs.presets import preset_specs
+    from ablate.sweeps.drivers.grid import sweep_pool
+    from ablate.sweeps.drivers.reproduce import default_profile, default_workers
+    from ablate.sweeps.drivers.reproduce import reproduce as run_preset
 
     specs = preset_specs(name, list(overrides or []), profile or default_profile())
     summaries: dict[str, Any] = {}

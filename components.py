@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ablate.lit_modules.registry import CONFIG_KEYS, KINDS, get, names, register
+from ablate.lit_modules.model.registry import CONFIG_KEYS, KINDS, get, names, register
 
 _CONTRACTS = {
-    "PositionalEncoding": "ablate.lit_modules.positional",
-    "Attention": "ablate.lit_modules.attention",
-    "Norm": "ablate.lit_modules.norms",
-    "FFN": "ablate.lit_modules.ffn",
-    "KeyedDropout": "ablate.lit_modules.dropout",
+    "PositionalEncoding": "ablate.lit_modules.model.positional",
+    "Attention": "ablate.lit_modules.model.attention",
+    "Norm": "ablate.lit_modules.model.norms",
+    "FFN": "ablate.lit_modules.model.ffn",
+    "KeyedDropout": "ablate.lit_modules.model.dropout",
 }
 __all__ = ["CONFIG_KEYS", "KINDS", "get", "names", "register", *_CONTRACTS]
 

@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from ablate.lit_modules.conformance import Result, check
-from ablate.lit_modules.plugins import import_plugins
+from ablate.lit_modules.components.conformance import Result, check
+from ablate.lit_modules.components.plugins import import_plugins
 
 __all__ = ["Result", "assert_conforms", "check_component"]
 

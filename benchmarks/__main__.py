@@ -9,12 +9,12 @@ Every ratio is measured side by side in one process, the two sides interleaved
   Pre-LN, batch 64, 33 tokens; same embedding, [CLS] pooling and head).
 - ``lightning_vs_raw`` (target >= 0.95): ``run_trial``'s fit-loop steps/s / a plain PyTorch
   loop over the same LitClassifier, train loader, AdamW + schedule and clipping, at
-  ``experiments/order.yaml`` with 300 steps; data cached first, validation excluded.
+  ``experiments/configs/order.yaml`` with 300 steps; data cached first, validation excluded.
 - ``seed_parallel_speedup`` (target >= 2): member training steps/s of ``run_cells`` with ``trainer.seed_parallel=K``
   with K = 5 seeds / the same 5 seeds run one after another with ``run_trial``, fit loops only,
-  at ``experiments/order.yaml`` with 60 steps (``--k`` changes K).
+  at ``experiments/configs/order.yaml`` with 60 steps (``--k`` changes K).
 - ``cell_overhead`` (target <= 5 %): (wall time of one process that runs ``ablate train
-  experiments/order.yaml`` 5 times, as a sweep worker runs a variant's 5 seeds - the fit loops
+  experiments/configs/order.yaml`` 5 times, as a sweep worker runs a variant's 5 seeds - the fit loops
   and final evaluations) / wall time: the fixed cost of process start, imports, data load from
   cache, Trainer setup and writing outputs. ``details.cell_overhead.single_cell_ratio`` is the
   same for the first cell alone (one ``ablate train``, imports included).
@@ -50,10 +50,10 @@ from ablate.benchmarks.seed_parallel import seed_parallel_speedup
 from ablate.benchmarks.step import CONFIGS as STEP_CONFIGS
 from ablate.benchmarks.step import matmul_peak
 from ablate.benchmarks.step import measure as measure_step
-from ablate.experiments.loading import load_config
-from ablate.experiments.run import quiet_lightning
+from ablate.experiments.runner.cells import quiet_lightning
+from ablate.experiments.specs.loading import load_config
 
-CONFIG = "experiments/order.yaml"
+CONFIG = "experiments/configs/order.yaml"
 TARGETS = {
     "encoder_vs_torch": (">=", 1.0),
     "lightning_vs_raw": (">=", 0.95),

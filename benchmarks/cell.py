@@ -55,7 +55,7 @@ def _child(argv: list[str]) -> int:
     """``ablate.cli.main(argv)`` ``argv[0]`` times with a FitTimer on ``run_cells``."""
     import resource
 
-    import ablate.experiments.run as run_module
+    import ablate.experiments.runner.cells as run_module
     from ablate.benchmarks.loop import FitTimer
     from ablate.cli.parser import main
 

@@ -14,8 +14,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ablate.benchmarks.timing import interleave, summarize
-from ablate.lit_modules.config import ModelConfig
-from ablate.lit_modules.encoder import PAD_ID, EncoderClassifier
+from ablate.lit_modules.model.config import ModelConfig
+from ablate.lit_modules.model.encoder import PAD_ID, EncoderClassifier
 
 VOCAB, N_CLASSES = 20, 2
 

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from ablate.benchmarks.encoder import N_CLASSES, VOCAB, make_batches
-from ablate.lit_modules.config import ModelConfig
-from ablate.lit_modules.encoder import EncoderClassifier
+from ablate.lit_modules.model.config import ModelConfig
+from ablate.lit_modules.model.encoder import EncoderClassifier
 
 # Dense bf16 peak, TFLOP/s (vendor data sheets). First substring match of the device name wins.
 BF16_PEAK_TFLOPS: tuple[tuple[str, float], ...] = (

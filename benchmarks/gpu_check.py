@@ -27,12 +27,12 @@ from ablate.benchmarks.gpu import gpu_throughput
 from ablate.benchmarks.loop import FitTimer
 from ablate.benchmarks.seed_parallel import sequential_steps_s, stacked_steps_s
 from ablate.datamodules import ClassificationDataModule
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.loading import load_config
-from ablate.experiments.run import quiet_lightning, run_trial
-from ablate.lit_modules.encoder import EncoderClassifier
+from ablate.experiments.runner.cells import quiet_lightning, run_trial
+from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.specs.loading import load_config
+from ablate.lit_modules.model.encoder import EncoderClassifier
 
-CONFIG = "experiments/order.yaml"
+CONFIG = "experiments/configs/order.yaml"
 
 
 def fused_kernels(cfg: TrainConfig) -> dict[str, str]:

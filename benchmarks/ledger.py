@@ -2,7 +2,7 @@
 
 ``W`` worker processes claim and complete ``N`` empty cells (a no-op body) through the same
 calls a sweep worker makes per cell (``CellStore.claim``, as ``claim_group`` in
-sweeps/run/worker.py, then ``tell``), on SQLite, an Optuna journal file and PostgreSQL (a throwaway
+sweeps/drivers/worker.py, then ``tell``), on SQLite, an Optuna journal file and PostgreSQL (a throwaway
 server as the fault tests start; skipped with a line saying so when its binaries are absent).
 Per backend: cells/s, the claim latency p50/p99 and duplicates (cells completed more than
 once, which must be 0). Writes benchmarks/results/ledger.json.
@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ablate.experiments.io import write_json
-from ablate.experiments.spec import ExperimentSpec, spec_from_dict
+from ablate.experiments.specs.spec import ExperimentSpec, spec_from_dict
+from ablate.files import write_json
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ledger.json"
 FORK = multiprocessing.get_context("fork")

@@ -19,9 +19,9 @@ from lightning.pytorch.loggers import CSVLogger
 
 from ablate.benchmarks.timing import interleave, summarize
 from ablate.datamodules import ClassificationDataModule
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.run import run_trial
-from ablate.lit_modules.classifier import LitClassifier, train_losses
+from ablate.experiments.runner.cells import run_trial
+from ablate.experiments.schema.config import TrainConfig
+from ablate.lit_modules.systems.classifier import LitClassifier, train_losses
 
 
 class FitTimer(Callback):

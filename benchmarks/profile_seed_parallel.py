@@ -1,7 +1,7 @@
 """``python -m ablate.benchmarks.profile_seed_parallel [--k 5]``: where a seed-parallel step's time goes.
 
 One training step (forward, backward, AdamW) of K separate encoders against one K-member
-``StackedEncoder``, at ``experiments/order.yaml``'s model (batch 64, 33 tokens), on one CPU
+``StackedEncoder``, at ``experiments/configs/order.yaml``'s model (batch 64, 33 tokens), on one CPU
 thread: wall time per step, operator calls per step (what a GPU pays a launch for) and the
 share of operator time in matmul and attention kernels (the arithmetic, which batching
 members does not shrink).
@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-from ablate.experiments.loading import load_config
-from ablate.lit_modules.encoder import EncoderClassifier
-from ablate.lit_modules.seed_parallel import StackedEncoder
+from ablate.experiments.specs.loading import load_config
+from ablate.lit_modules.model.encoder import EncoderClassifier
+from ablate.lit_modules.systems.seed_parallel import StackedEncoder
 
 ARITHMETIC = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm")
 VOCAB, B, L = 18, 64, 33
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=5)
     k = parser.parse_args(argv).k
     torch.set_num_threads(1)
-    cfg = load_config("experiments/order.yaml").model
+    cfg = load_config("experiments/configs/order.yaml").model
     ids = torch.randint(1, VOCAB, (k, B, L))
     mask = torch.ones(k, B, L, dtype=torch.bool)
     labels = torch.randint(0, 2, (k, B))

@@ -10,8 +10,8 @@ from __future__ import annotations
 from ablate.benchmarks.loop import FitTimer
 from ablate.benchmarks.timing import interleave, summarize
 from ablate.datamodules import ClassificationDataModule
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.run import run_cells
+from ablate.experiments.runner.cells import run_cells
+from ablate.experiments.schema.config import TrainConfig
 
 
 def sequential_steps_s(cfg: TrainConfig, dm: ClassificationDataModule, k: int) -> float:

@@ -23,7 +23,7 @@ It measures, for n = 3..15 seeds per variant:
    effect and under an effect of 0.5 latent sd;
 2. the type-I error of the primary test per comparison and family-wise (Holm, 2 variants
    against one baseline), and of adaptive seeds per comparison and family-wise: the issue's
-   5/15/5 schedule and the shipped spec's 8/16/4 (experiments/ablations/*-adaptive.yaml), run
+   5/15/5 schedule and the shipped spec's 8/16/4 (experiments/configs/ablations/*-adaptive.yaml), run
    with the real ``adaptive.look``, ``verdicts`` and ``grow`` on a real ExperimentSpec; a false
    positive is a comparison the final report calls different (p_holm <= alpha);
 3. the power ``ablate power`` promises: pilots of 5 paired seeds, its recommended n
@@ -62,10 +62,10 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.seeds import AdaptiveSeeds
-from ablate.experiments.spec import ExperimentSpec
-from ablate.sweeps.run.adaptive import grow, look, verdicts
+from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.schema.seeds import AdaptiveSeeds
+from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.sweeps.drivers.adaptive import grow, look, verdicts
 from ablate.sweeps.stats import power as power_mod
 from ablate.sweeps.stats.aggregate import aggregate
 from ablate.sweeps.stats.exact import holm

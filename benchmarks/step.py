@@ -23,9 +23,9 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 CONFIGS = {
-    "order-only": ("experiments/order.yaml", []),
-    "multi-lookup": ("experiments/lookup.yaml", []),
-    "SST-2": ("experiments/sst2.yaml", ["trainer.val_every=0"]),
+    "order-only": ("experiments/configs/order.yaml", []),
+    "multi-lookup": ("experiments/configs/lookup.yaml", []),
+    "SST-2": ("experiments/configs/sst2.yaml", ["trainer.val_every=0"]),
 }
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,9 +49,9 @@ def _setup(path: str, overrides: list[str]) -> tuple[Any, Any, list[dict[str, to
     import lightning as L
 
     from ablate.datamodules import ClassificationDataModule
-    from ablate.experiments.loading import load_config
-    from ablate.experiments.run import quiet_lightning
-    from ablate.lit_modules.classifier import LitClassifier
+    from ablate.experiments.runner.cells import quiet_lightning
+    from ablate.experiments.specs.loading import load_config
+    from ablate.lit_modules.systems.classifier import LitClassifier
 
     quiet_lightning()
     cfg = load_config(ROOT / path, overrides)
@@ -68,7 +68,7 @@ def _setup(path: str, overrides: list[str]) -> tuple[Any, Any, list[dict[str, to
 
 
 def _step(lit: Any, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor], step: int) -> None:
-    from ablate.lit_modules.classifier import train_losses
+    from ablate.lit_modules.systems.classifier import train_losses
 
     logits = lit.model(batch["input_ids"], batch["attention_mask"], key=(lit.seeds[0], step)).logits
     loss = train_losses(logits, batch["labels"])

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ablate.experiments.io import write_json
+from ablate.files import write_json
 from ablate.sweeps.stats.variance import (
     FACTORS,
     LEVEL,

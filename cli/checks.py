@@ -8,7 +8,7 @@ import argparse
 from rich.console import Console
 
 from ablate.errors import ConfigError, Range
-from ablate.sweeps.run.outcome import Outcome, final_line
+from ablate.sweeps.drivers.outcome import Outcome, final_line
 
 # Every numeric option of every subcommand (argparse dest -> valid interval).
 OPTION_RANGES: dict[str, Range] = {

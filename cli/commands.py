@@ -29,9 +29,9 @@ from ablate.cli.tables import (
 from ablate.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ablate.experiments.spec import ExperimentSpec
-    from ablate.sweeps.run.launcher import Launcher
-    from ablate.sweeps.run.outcome import Outcome
+    from ablate.experiments.specs.spec import ExperimentSpec
+    from ablate.sweeps.drivers.launcher import Launcher
+    from ablate.sweeps.drivers.outcome import Outcome
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -41,12 +41,12 @@ def cmd_train(args: argparse.Namespace) -> int:
             out, result = trained
             print_results(out, [("value", result)])
         return 0
-    from ablate.experiments.loading import load_config
+    from ablate.experiments.specs.loading import load_config
 
     if args.config is None or args.profile is not None:
         raise ConfigError("ablate train needs a train CONFIG.yaml, or --spec EXP.yaml [--profile P]")
-    from ablate.experiments.quick_grid import split_overrides
-    from ablate.experiments.shipped import resolve
+    from ablate.experiments.specs.quick_grid import split_overrides
+    from ablate.experiments.specs.shipped import resolve
 
     if lists := split_overrides(args.overrides)[1]:
         key = next(iter(lists))
@@ -60,7 +60,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
         return 0
     pin_process(cfg.trainer.cpu_isa)
-    from ablate.experiments.train import default_out, train
+    from ablate.experiments.runner.train import default_out, train
 
     out = Path(args.out) if args.out else default_out(cfg)
     print_results(out, train(cfg, out, progress=show_progress(args), checkpoint=not args.no_checkpoint))
@@ -82,7 +82,7 @@ def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any] | None:
         raise ConfigError(f"give a train CONFIG ({args.config}) or --spec {args.spec}, not both")
     cell_args = [args.config, *args.overrides] if args.config else args.overrides
     if args.print_config:
-        from ablate.experiments.spec import cell_from_args, load_spec
+        from ablate.experiments.specs.spec import cell_from_args, load_spec
 
         _, _, cfg = cell_from_args(load_spec(spec_file(args.spec), profile=args.profile), cell_args)
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
@@ -108,7 +108,7 @@ def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> O
     and returns the cell counts (the exit code)."""
     import optuna
 
-    from ablate.sweeps.run.grid import sweep
+    from ablate.sweeps.drivers.grid import sweep
 
     launcher = _launcher(args, run_dir)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -132,15 +132,15 @@ def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> O
 
 def _launcher(args: argparse.Namespace, run_dir: Path) -> Launcher:
     """``--launcher``/``--slurm``, checked before anything is written."""
+    from ablate.sweeps.drivers.launcher import check_launcher
     from ablate.sweeps.ledger.study_file import check_storage_url
-    from ablate.sweeps.run.launcher import check_launcher
 
     storage_file = check_storage_url(args.storage) if args.storage else run_dir / "study.db"
     return check_launcher(args.launcher, args.slurm, run_dir, storage_file)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ablate.experiments.quick_grid import load_sweep
+    from ablate.experiments.specs.quick_grid import load_sweep
 
     spec = load_sweep(args.spec, args.overrides, profile=args.profile, seeds=args.seeds)
     run_dir = Path(args.runs) / spec.name
@@ -162,7 +162,7 @@ def _plan(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace, runs: s
 
 def spec_file(given: str) -> Path:
     """An experiment spec named on the command line: a file, else a shipped spec of that name."""
-    from ablate.experiments.shipped import resolve
+    from ablate.experiments.specs.shipped import resolve
 
     return resolve(given, ("spec",), "experiment spec")
 
@@ -173,7 +173,7 @@ def _lr_grid(spec: ExperimentSpec, out: Path, args: argparse.Namespace) -> Outco
 
 
 def cmd_lr_check(args: argparse.Namespace) -> int:
-    from ablate.sweeps.run.lr_check import lr_check, parse_factors
+    from ablate.sweeps.drivers.lr_check import lr_check, parse_factors
 
     factors = parse_factors(args.factors)
     out = Path(args.runs)
@@ -189,10 +189,10 @@ def cmd_lr_check(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from ablate.experiments.spec import load_spec
+    from ablate.experiments.specs.spec import load_spec
 
     spec = load_spec(spec_file(args.spec), args.overrides, profile=args.profile)
-    from ablate.sweeps.run.search import check_search
+    from ablate.sweeps.drivers.search import check_search
 
     given = args.variants.split(",") if args.variants else None
     variants, trials = check_search(spec, given, args.trials, then_evaluate=args.then_evaluate)
@@ -208,8 +208,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         return _plan(spec, run_dir, args, f"{len(variants)} variant{plural} x {trials} trials{then}")
     import optuna
 
-    from ablate.sweeps.run.outcome import search_outcome
-    from ablate.sweeps.run.search import search, tuned_spec
+    from ablate.sweeps.drivers.outcome import search_outcome
+    from ablate.sweeps.drivers.search import search, tuned_spec
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     launcher = _launcher(args, run_dir)
@@ -236,7 +236,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_check_component(args: argparse.Namespace) -> int:
-    from ablate.lit_modules.plugins import absolute
+    from ablate.lit_modules.components.plugins import absolute
     from ablate.testing import check_component
 
     plugins = [absolute(p, Path.cwd()) for p in args.plugins]
@@ -284,8 +284,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def pin_process(cpu_isa: str) -> None:
     """Restart this command with a pinned CPU ISA's environment when it was started without it:
-    ATen, oneDNN and MKL read those variables only when torch loads (experiments/machine.py)."""
-    from ablate.experiments.machine import check_isa, isa_env
+    ATen, oneDNN and MKL read those variables only when torch loads (experiments/schema/machine.py)."""
+    from ablate.experiments.schema.machine import check_isa, isa_env
 
     want = isa_env(cpu_isa)
     if all(os.environ.get(k) == v for k, v in want.items()):
@@ -296,7 +296,7 @@ def pin_process(cpu_isa: str) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ablate.sweeps.run.verify import exit_code, format_checks, locate, read_spec, verify
+    from ablate.sweeps.drivers.verify import exit_code, format_checks, locate, read_spec, verify
 
     pin_process(read_spec(locate(args.path)[0]).base.trainer.cpu_isa)  # rerun as the cells ran
     checks = verify(args.path, cells=args.cells, seed=args.seed, progress=show_progress(args))
@@ -313,7 +313,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_configs(args: argparse.Namespace) -> int:
-    from ablate.experiments.shipped import KINDS, copy, shipped
+    from ablate.experiments.specs.shipped import KINDS, copy, shipped
 
     if args.configs_action == "copy":
         path = copy(args.name, args.dest, force=args.force)
@@ -343,7 +343,7 @@ def cmd_configs(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from ablate.experiments.presets import load_preset, preset_names, preset_specs
+    from ablate.experiments.specs.presets import load_preset, preset_names, preset_specs
 
     if args.list or not args.name:
         table = Table(title="presets (ablate reproduce NAME)")
@@ -353,7 +353,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             table.add_row(name, load_preset(name).get("description", ""))
         out_console.print(table)
         return 0
-    from ablate.sweeps.run.reproduce import default_profile, default_workers, reproduce
+    from ablate.sweeps.drivers.reproduce import default_profile, default_workers, reproduce
 
     specs = preset_specs(args.name, args.overrides, args.profile or default_profile())  # validate all first
     if args.workers is None:
@@ -374,7 +374,7 @@ def _run_preset(name: str, specs: list[ExperimentSpec], out: Path, args: argpars
     """A preset's sweeps: one pool of workers for all of them (grid.sweep_pool)."""
     import optuna
 
-    from ablate.sweeps.run.grid import sweep_pool
+    from ablate.sweeps.drivers.grid import sweep_pool
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     launcher = _launcher(args, out / specs[0].name)

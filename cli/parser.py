@@ -32,10 +32,10 @@ from ablate.cli.commands import (
 )
 from ablate.cli.tables import console
 from ablate.errors import ConfigError
-from ablate.lit_modules.registry import KINDS
+from ablate.lit_modules.model.registry import KINDS
+from ablate.sweeps.drivers.lr_check import DEFAULT_FACTORS
 from ablate.sweeps.integrations.wandb_report import REPORT_FILE, WORKSPACE_FILE
 from ablate.sweeps.ledger.secrets import STORAGE_ENV, shown
-from ablate.sweeps.run.lr_check import DEFAULT_FACTORS
 
 EXIT_USAGE = 2
 

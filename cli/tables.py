@@ -40,7 +40,7 @@ def print_results(out: Path, results: list[tuple[str, Any]]) -> None:
 def print_plan(spec: Any, run_dir: Path, runs: str) -> None:
     """``--dry-run``: every variant with its overrides and seeds, what would run (``runs``: "12
     cells"), the reach warning; nothing is run or written."""
-    from ablate.sweeps.run.grid import reach_warning
+    from ablate.sweeps.drivers.grid import reach_warning
     from ablate.sweeps.stats.summary import seeds_text
 
     table = Table(title=f"{spec.name}: variants and seeds")

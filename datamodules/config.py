@@ -137,7 +137,7 @@ class DataConfig:
     # A hub data set for a *file's* local data.source that does not exist on this machine (the
     # shipped SST-2 config names ../shared/data/sst2, present only in this repository's
     # checkouts): it replaces the source when the file is read, with one warning line, so the
-    # resolved config and the study record the data actually used (experiments/config.py).
+    # resolved config and the study record the data actually used (experiments/schema/config.py).
     hub_fallback: str | None = None
     text_column: str = "sentence"
     label_column: str = "label"

@@ -6,7 +6,7 @@ in this order (and ``errors``, ``lit_modules``, ``datamodules``, ``experiments``
    run folder, search studies, what optuna-dashboard shows;
 3. ``report``: a study's summary and every file that shows it;
 4. ``integrations``: Weights & Biases and optuna-dashboard;
-5. ``run``: the drivers and workers: grid, search, adaptive seeds, lr check, launchers.
+5. ``drivers``: the drivers and workers: grid, search, adaptive seeds, lr check, launchers.
 
 tests/unit/test_layers.py holds this order.
 """

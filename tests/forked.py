@@ -18,7 +18,7 @@ import optuna  # noqa: F401
 import pytest
 from lightning.pytorch.loggers import CSVLogger  # noqa: F401
 
-import ablate.experiments.run  # noqa: F401
+import ablate.experiments.runner.cells  # noqa: F401
 from ablate import cli
 from tests.conftest import TINY_YAML as TINY
 

@@ -14,7 +14,7 @@ scores that favour key A over key B (say w = 0.7, w = 0 elsewhere) leave 0.7 on 
 and 0.3 on v(B)'s, from which the feed-forward layer can read which value is A's and compare. A one-head
 model that falls below four heads after ``trainer.max_steps`` at the spec's learning rate therefore
 shows that one head is harder to train to the solution, not that it cannot represent it.
-What the test split measures: with experiments/lookup.yaml's alphabet (6 keys, 10 values: 2,700
+What the test split measures: with experiments/configs/lookup.yaml's alphabet (6 keys, 10 values: 2,700
 queried tuples (A, B, v(A), v(B))), 20,000 training examples hold 2,698 of them and 1,998 of the
 2,000 test examples query a tuple seen in training. Test examples are new arrangements (pair order,
 the other pairs) of seen tuples: test accuracy measures generalization over arrangements and

@@ -5,9 +5,9 @@ The inputs are committed copies of the run folders' ``summary.json`` (the statis
 ``spec.json`` (the data set and the step count) and ``results.csv`` (per-cell values and wall
 times) of a preset's experiments::
 
-    benchmarks/results/<preset>/<experiment>.json          = runs/<experiment>/summary.json
-    benchmarks/results/<preset>/<experiment>.spec.json     = runs/<experiment>/spec.json
-    benchmarks/results/<preset>/<experiment>.results.csv   = runs/<experiment>/results.csv
+    results/<preset>/<experiment>.json          = runs/<experiment>/summary.json
+    results/<preset>/<experiment>.spec.json     = runs/<experiment>/spec.json
+    results/<preset>/<experiment>.results.csv   = runs/<experiment>/results.csv
 
 and the same three files of the experiment's companion runs, when they exist:
 ``<experiment>-lr0.5x``, ``<experiment>-lr2x`` (``ablate lr-check``: the
@@ -42,8 +42,8 @@ from typing import Any
 
 import yaml
 
-from ablate.experiments.machine import NOT_RECORDED, mixed_numerics
-from ablate.sweeps.run.lr_check import SHARED
+from ablate.experiments.schema.machine import NOT_RECORDED, mixed_numerics
+from ablate.sweeps.drivers.lr_check import SHARED
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import summarize
 from docs._gen.tuned_rows import (
@@ -62,10 +62,10 @@ from docs._gen.tuned_rows import (
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 RESULTS_PAGE = REPO / "docs" / "pages" / "results" / "index.md"
-RESULTS = REPO / "benchmarks" / "results"
-EXPERIMENTS = REPO / "experiments"
+RESULTS = REPO / "results"
+EXPERIMENTS = REPO / "experiments" / "configs"
 DEFAULT_PRESET = "remove-pe-single-head"
-ALL = "all"  # --preset all: every preset of experiments/presets/
+ALL = "all"  # --preset all: every preset of experiments/configs/presets/
 
 MINUS = "\u2212"  # the README's minus sign
 HEADER = "| data set (steps) | variant | median [IQR] | IQM | min–max | Δ [CI] (confidence) | p | p Holm | P(improve) |"
@@ -291,7 +291,7 @@ def footer(inputs: list[Experiment]) -> str:
 
 def numerics_note(runs: list[Run]) -> str:
     """`` Numerics: <setting> (n cells); ...``: what the cells' floats were computed with, from
-    results.csv's numerics column (experiments/machine.py), so that a table names its machine."""
+    results.csv's numerics column (experiments/schema/machine.py), so that a table names its machine."""
     settings = mixed_numerics([c.numerics for r in runs for c in r.rows or [] if c.state == "complete"])
     if not settings:
         return ""
@@ -315,12 +315,12 @@ Paths = tuple[Path, Path, Path]  # summary.json, spec.json, results.csv of one r
 
 
 def preset_names() -> list[str]:
-    """Every shipped preset (experiments/presets/*.yaml), sorted."""
+    """Every shipped preset (experiments/configs/presets/*.yaml), sorted."""
     return sorted(p.stem for p in (EXPERIMENTS / "presets").glob("*.yaml"))
 
 
 def experiment_names(preset: str) -> list[str]:
-    """The experiments a preset runs (experiments/presets/<preset>.yaml), in its order."""
+    """The experiments a preset runs (experiments/configs/presets/<preset>.yaml), in its order."""
     path = EXPERIMENTS / "presets" / f"{preset}.yaml"
     if not path.is_file():
         raise TableError(f"no preset {preset!r}; choose one of {', '.join(preset_names())} (or {ALL})")

@@ -126,7 +126,7 @@ Ranges are intervals: `[a, b]` includes both ends, `(a, b]` excludes `a`. Why so
 
 
 def render_config() -> str:
-    from ablate.experiments.config import SECTIONS, TrainConfig
+    from ablate.experiments.schema.config import SECTIONS, TrainConfig
 
     lines = [WIDE, GENERATED, "", CONFIG_INTRO.rstrip("\n")]
     for section, cls in SECTIONS.items():

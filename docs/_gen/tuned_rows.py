@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ablate.sweeps.run.lr_check import SHARED, lr_run_name
+from ablate.sweeps.drivers.lr_check import SHARED, lr_run_name
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import Cell, adjust, collect, pairing, variant_stats
 

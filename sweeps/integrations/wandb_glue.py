@@ -18,9 +18,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.machine import numerics_key
-from ablate.experiments.spec import ExperimentSpec
+from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.schema.machine import numerics_key
+from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.sweeps.report.text import verdict_lines
 from ablate.sweeps.stats.rows import INTERVAL_KEYS, VARIANT_KEYS
 

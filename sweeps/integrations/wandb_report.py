@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ablate.errors import ConfigError
-from ablate.experiments.io import write_json
-from ablate.experiments.spec import ExperimentSpec
+from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.files import write_json
 from ablate.sweeps.integrations import wandb_glue
 
 if TYPE_CHECKING:

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ablate.errors import require
-from ablate.experiments.io import input_file
-from ablate.experiments.search_spec import ParamSpace, SearchSpec
-from ablate.experiments.spec import ExperimentSpec, cell_from_args, load_spec
+from ablate.experiments.specs.search_spec import ParamSpace, SearchSpec
+from ablate.experiments.specs.spec import ExperimentSpec, cell_from_args, load_spec
+from ablate.files import input_file
 from ablate.sweeps.integrations import wandb_glue
 
 if TYPE_CHECKING:
-    from ablate.experiments.run import TrialResult
+    from ablate.experiments.runner.cells import TrialResult
 
 METHODS = ("grid", "random", "bayes")
 # Not run (the command says how to start ablate), but the agent reads it and W&B shows it.
@@ -156,8 +156,8 @@ def train_cell(
     """
     spec = load_spec(input_file(spec_path), profile=profile)
     variant, seed, cfg = cell_from_args(spec, args)
-    from ablate.experiments.io import atomic_dir
-    from ablate.experiments.run import run_trial
+    from ablate.experiments.runner.cells import run_trial
+    from ablate.files import atomic_dir
 
     run_id = os.environ.get("WANDB_RUN_ID")  # set by the agent: two agents never share a folder
     name = f"{variant}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}" + (f"-{run_id}" if run_id else "")

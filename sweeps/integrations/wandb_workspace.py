@@ -33,7 +33,7 @@ from pydantic.dataclasses import dataclass
 from wandb_workspaces import expr
 from wandb_workspaces.reports.v2.interface import dataclass_config
 
-from ablate.experiments.spec import ExperimentSpec
+from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.sweeps.integrations.wandb_report import (
     AGG,
     BAND,

@@ -32,7 +32,7 @@ from optuna.exceptions import ExperimentalWarning
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from ablate.experiments.spec import ExperimentSpec
+from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.sweeps.ledger.identity import changed_keys, refuse_changes
 from ablate.sweeps.ledger.secrets import shown
 from ablate.sweeps.ledger.storage import open_storage, retry_db, storage_where, study_lock

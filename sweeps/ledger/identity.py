@@ -11,7 +11,7 @@ import json
 from typing import Any, NoReturn
 
 from ablate.errors import ConfigError
-from ablate.experiments.config import without_later_defaults
+from ablate.experiments.schema.config import without_later_defaults
 
 # The parts of a resolved spec (``ExperimentSpec.to_dict()``) that a study's results depend on.
 GRID_KEYS = ("base", "variants", "metric", "direction", "plugin_sources", "data_sources")

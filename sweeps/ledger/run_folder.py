@@ -14,8 +14,8 @@ from typing import Any
 from optuna.storages import BaseStorage
 
 from ablate.errors import ConfigError
-from ablate.experiments.io import atomic_write
-from ablate.experiments.spec import ExperimentSpec, spec_from_resolved
+from ablate.experiments.specs.spec import ExperimentSpec, spec_from_resolved
+from ablate.files import atomic_write
 from ablate.sweeps.ledger.cells import CellStore
 from ablate.sweeps.ledger.storage import default_storage, open_storage, retry_db, storage_where
 

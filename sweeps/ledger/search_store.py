@@ -14,8 +14,8 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from optuna.trial import TrialState
 
 from ablate.errors import ConfigError
-from ablate.experiments.search_spec import SearchSpec
-from ablate.experiments.spec import ExperimentSpec
+from ablate.experiments.specs.search_spec import SearchSpec
+from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.sweeps.ledger.identity import changed_keys, refuse_changes
 from ablate.sweeps.ledger.storage import open_storage, retry_db, storage_where, study_lock
 from ablate.sweeps.ledger.study_views import name_objective

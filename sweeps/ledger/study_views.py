@@ -23,8 +23,8 @@ from optuna.artifacts import FileSystemArtifactStore, download_artifact, upload_
 from optuna.trial import FrozenTrial
 
 from ablate.datamodules.splits import in_order
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.io import atomic_write, write_yaml
+from ablate.experiments.schema.config import TrainConfig
+from ablate.files import atomic_write, write_yaml
 
 OVERRIDE_PREFIX = "override."
 SPLIT_PREFIX = "split."

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ablate.errors import ConfigError
-from ablate.experiments.io import atomic_write, write_json
+from ablate.files import atomic_write, write_json
 from ablate.sweeps.ledger.cells import collect_rows
 from ablate.sweeps.ledger.run_folder import open_run
 from ablate.sweeps.report.build import spec_cells

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ablate.experiments.machine import mixed_numerics
-from ablate.experiments.spec import ExperimentSpec
+from ablate.experiments.schema.machine import mixed_numerics
+from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.sweeps.ledger.cells import CellStore, collect_rows
 from ablate.sweeps.ledger.run_folder import open_run
 from ablate.sweeps.ledger.study_views import name_objective, publish_report, trial_splits

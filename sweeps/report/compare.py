@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ablate.experiments.io import atomic_write, output_folder
+from ablate.files import atomic_write, output_folder
 from ablate.sweeps.ledger.run_folder import read_summary
 from ablate.sweeps.report.files import CSS, figure_png, png_data_uri
 from ablate.sweeps.report.text import fmt

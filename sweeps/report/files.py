@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ablate.experiments.io import atomic_write
+from ablate.files import atomic_write
 from ablate.sweeps.report.text import (
     HEADER,
     NOTES,

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ablate.errors import ConfigError
-from ablate.experiments.io import write_json
-from ablate.experiments.spec import ExperimentSpec
+from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.files import write_json
 from ablate.sweeps.ledger.cells import CellStore, collect_rows
 from ablate.sweeps.ledger.run_folder import open_run
 from ablate.sweeps.report.build import pilots

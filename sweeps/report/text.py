@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ablate.datamodules.splits import MIN_EVAL_EXAMPLES, describe, small_splits_warning
-from ablate.experiments.machine import NOT_RECORDED
+from ablate.experiments.schema.machine import NOT_RECORDED
 from ablate.sweeps.stats.summary import seeds_text
 
 

@@ -382,7 +382,7 @@ def summarize(
 
     ``seeds``: the study's seed list (methods.seeds; default: the seeds of the rows);
     ``overrides``: each variant's dotted overrides (spec.variants), used to decide pairing;
-    ``looks``: the looks an adaptive schedule allows (sweeps/run/adaptive.py). With L > 1 looks
+    ``looks``: the looks an adaptive schedule allows (sweeps/drivers/adaptive.py). With L > 1 looks
     each comparison's p is adjusted to p_seq = min(1, L p) (Bonferroni over the looks: valid
     whichever look stopped it), Holm runs over p_seq, and the interval is the test's at level
     1 - alpha / L, so it excludes 0 exactly when p_seq <= alpha.

@@ -74,7 +74,7 @@ def kind(name: str) -> str:
 
 def grid_index(seed: int, sizes: Sequence[int]) -> tuple[int, ...]:
     """The (init, data order[, numerics]) cell of run seed ``seed``: TrainConfig.seed_streams'
-    mapping (experiments/config.py; stats imports nothing from it, a test keeps the two equal).
+    mapping (experiments/schema/config.py; stats imports nothing from it, a test keeps the two equal).
 
     s = (init x c + numerics) x b + order, so that without numerics (c = 1) seed s is init s // b
     and order s % b, as before the numerics factor existed."""

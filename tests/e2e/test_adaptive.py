@@ -3,7 +3,7 @@ the undecided comparisons (and the baseline); each look's p is p_seq = min(1, lo
 over p_seq decides.
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
-tests/unit/sweeps/run/test_adaptive.py.
+tests/unit/sweeps/drivers/test_adaptive.py.
 """
 
 from __future__ import annotations

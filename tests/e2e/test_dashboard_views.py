@@ -20,8 +20,8 @@ import yaml
 from optuna.artifacts import FileSystemArtifactStore, get_all_artifact_meta
 from optuna.trial import TrialState
 
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.spec import spec_from_resolved
+from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.specs.spec import spec_from_resolved
 from ablate.sweeps.ledger.study_views import study_note, trial_config
 from ablate.sweeps.report.text import HEADER
 from tests.conftest import REPO, ablate_cmd, run_sweep, write_spec

@@ -1,5 +1,5 @@
 """Data that cannot be read stops a sweep at once: the shipped SST-2 spec with the hub
-unreachable exits 2 in seconds with one message and nothing written (sweeps/run/grid.py
+unreachable exits 2 in seconds with one message and nothing written (sweeps/drivers/grid.py
 ``prepare_data``), where it used to fail and retry every cell for 13 minutes."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.conftest import REPO, ablate_cmd
 
 @pytest.mark.multiprocess
 def test_an_unreachable_hub_is_one_error_in_seconds(tmp_path: Path) -> None:
-    spec = REPO / "experiments" / "ablations" / "remove-pe-single-head-sst2.yaml"
+    spec = REPO / "experiments" / "configs" / "ablations" / "remove-pe-single-head-sst2.yaml"
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",

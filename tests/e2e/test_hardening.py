@@ -80,7 +80,7 @@ def test_sweep_whose_cells_all_fail_stops_after_three_and_exits_1(tmp_path: Path
 @pytest.mark.multiprocess
 def test_data_that_fails_to_load_is_one_error_before_any_cell(tmp_path: Path) -> None:
     """A label that is not an integer: the driver loads the data once before anything exists
-    (sweeps/run/grid.py prepare_data), so it is exit 2 naming the line, and no run folder."""
+    (sweeps/drivers/grid.py prepare_data), so it is exit 2 naming the line, and no run folder."""
     (tmp_path / "data.csv").write_text(BAD_CSV)
     write_spec(
         tmp_path,

@@ -155,7 +155,7 @@ def test_kill_workers_then_resume_on_journal(tmp_path: Path) -> None:
         running = [c for c, ts in cells.items() if any(t.state == TrialState.RUNNING for t in ts)]
         if running and 1 <= len(done) <= 2:
             pids = subprocess.run(
-                ["pgrep", "-f", f"ablate.sweeps.run.worker --run-dir {run_dir}"],
+                ["pgrep", "-f", f"ablate.sweeps.drivers.worker --run-dir {run_dir}"],
                 capture_output=True,
                 text=True,
             ).stdout.split()

@@ -2,7 +2,7 @@
 written, and the submitit path runs a sweep end to end (``--launcher local``).
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
-tests/unit/sweeps/run/test_launcher.py.
+tests/unit/sweeps/drivers/test_launcher.py.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def test_local_launcher_runs_a_search_and_its_tuned_grid(tmp_path: Path) -> None
     """``ablate search --launcher local --then-evaluate``: the search's workers and the tuned
     grid's both run as submitit jobs, on one journal; every trial budget is met exactly."""
     from tests.e2e.test_search import trials_of
-    from tests.unit.sweeps.run.test_search import RAW
+    from tests.unit.sweeps.drivers.test_search import RAW
 
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump({**RAW, "search": {**RAW["search"], "trials": 3}}))
     cmd = ablate_cmd(

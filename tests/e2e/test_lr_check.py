@@ -3,7 +3,7 @@ rates and refusals, without running sweeps) and the README's choice and statisti
 per-variant lr rows (docs/_gen/tuned_rows.py) on synthetic results.csv rows.
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
-tests/unit/sweeps/run/test_lr_check.py.
+tests/unit/sweeps/drivers/test_lr_check.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ablate.experiments.spec import load_spec
+from ablate.experiments.specs.spec import load_spec
 from docs._gen import readme_tables as rt
 from docs._gen import tuned_rows
 from tests.conftest import write_spec

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ablate.experiments.machine import available_isas, numerics_key, numerics_record
+from ablate.experiments.schema.machine import available_isas, numerics_key, numerics_record
 from tests.conftest import ablate_cmd, run_sweep, write_spec
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -5,7 +5,7 @@ entry point (``ablate train``, a sweep worker of any worker count, the W&B agent
 ``train --spec``), not on the process. A diverged member reports what the single run reports.
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
-tests/unit/experiments/test_one_number.py.
+tests/unit/experiments/runner/test_one_number.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, SST2, ablate_cmd
-from tests.unit.experiments.test_one_number import TINY
+from tests.unit.experiments.runner.test_one_number import TINY
 
 METRICS = ("val/acc", "val/loss", "test/acc", "test/f1", "test/loss")
 
@@ -44,8 +44,8 @@ TASKS = {
 
 TRAIN_ALL = """
 import json, sys
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.run import run_cells
+from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.runner.cells import run_cells
 out = {}
 for name, raw in json.loads(sys.argv[1]).items():
     cfg = TrainConfig.from_dict(raw)

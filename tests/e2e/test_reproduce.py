@@ -2,7 +2,7 @@
 then the table across tasks), and its refusal before anything runs.
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
-tests/unit/sweeps/run/test_reproduce.py.
+tests/unit/sweeps/drivers/test_reproduce.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ablate import cli
-from tests.unit.sweeps.run.test_reproduce import tiny_preset, use_experiments
+from tests.unit.sweeps.drivers.test_reproduce import tiny_preset, use_experiments
 
 
 @pytest.mark.multiprocess

@@ -2,7 +2,7 @@
 ``trials`` trials per variant with two workers, resume, and ``--then-evaluate``.
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
-tests/unit/sweeps/run/test_search.py.
+tests/unit/sweeps/drivers/test_search.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from optuna.trial import TrialState
 from ablate.sweeps.ledger.storage import open_storage, sqlite_url
 from ablate.sweeps.ledger.study_views import trial_config
 from tests.conftest import ablate_cmd
-from tests.unit.sweeps.run.test_search import BASE, RAW, SEARCH
+from tests.unit.sweeps.drivers.test_search import BASE, RAW, SEARCH
 
 
 def run_search(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

@@ -1,9 +1,9 @@
 """Seed-parallel training: member k of the stack is the same run as seed k alone (dropout
 included); clipping, dropout and divergence are per member; a sweep stores each member as its
-own cell. Group independence and the divergence rule across paths: tests/unit/experiments/test_one_number.py.
+own cell. Group independence and the divergence rule across paths: tests/unit/experiments/runner/test_one_number.py.
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
-tests/unit/lit_modules/test_seed_parallel.py.
+tests/unit/lit_modules/systems/test_seed_parallel.py.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.run import run_trial
+from ablate.experiments.runner.cells import run_trial
+from ablate.experiments.schema.config import TrainConfig
 from tests.conftest import TINY_BASE, ablate_cmd
 
 

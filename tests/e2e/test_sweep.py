@@ -2,7 +2,7 @@
 kill -9 and resume, heatmap archive, W&B offline runs, report.
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
-tests/unit/sweeps/run/test_sweep.py.
+tests/unit/sweeps/drivers/test_sweep.py.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_kill_worker_then_resume(tmp_path: Path) -> None:
         running = [c for c, ts in cells.items() if any(t.state == TrialState.RUNNING for t in ts)]
         if running and 1 <= len(done) <= 2:  # mid-sweep, even if a cell ends while we look
             pids = subprocess.run(
-                ["pgrep", "-f", f"ablate.sweeps.run.worker --run-dir {run_dir}"],
+                ["pgrep", "-f", f"ablate.sweeps.drivers.worker --run-dir {run_dir}"],
                 capture_output=True,
                 text=True,
             ).stdout.split()

@@ -1,7 +1,7 @@
 """``ablate train`` and ``run_trial``: outputs, determinism, divergence, schedule, every variant, text, learning.
 
 The end-to-end half (trains, or starts processes or servers); the in-process tests are
-tests/unit/experiments/test_train.py.
+tests/unit/experiments/runner/test_train.py.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ablate.experiments.loading import load_config
-from ablate.experiments.run import run_trial
+from ablate.experiments.runner.cells import run_trial
+from ablate.experiments.specs.loading import load_config
 from tests.conftest import REPO, SST2, ablate_cmd
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -78,14 +78,14 @@ def test_train_cli_on_sst2(tmp_path: Path, tiny_config: Path) -> None:
 
 def test_order_task_is_learned_with_positions_only() -> None:
     """Measured on the 2-core CPU, one thread: test/acc 1.000, test/loss 0.0000 (800 steps, 33 s)."""
-    result = run_trial(load_config(REPO / "experiments" / "order.yaml"))
+    result = run_trial(load_config(REPO / "experiments" / "configs" / "order.yaml"))
     assert result.steps == 800 and not result.diverged
     assert result.metrics["test/acc"] >= 0.9, result.metrics
 
 
 def test_order_task_without_positions_is_at_chance() -> None:
     """Measured on the 2-core CPU, one thread: test/acc 0.500, test/loss 0.6931 = ln 2 (800 steps, 32 s)."""
-    result = run_trial(load_config(REPO / "experiments" / "order.yaml", ["model.pe=none"]))
+    result = run_trial(load_config(REPO / "experiments" / "configs" / "order.yaml", ["model.pe=none"]))
     assert 0.4 <= result.metrics["test/acc"] <= 0.6, result.metrics
 
 

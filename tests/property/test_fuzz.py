@@ -35,11 +35,11 @@ from pyarrow.lib import ArrowException
 from ablate.datamodules import ClassificationDataModule, sources
 from ablate.datamodules.config import DataConfig
 from ablate.errors import ConfigError, choices
-from ablate.experiments.config import SECTIONS, TrainConfig
-from ablate.experiments.io import input_file, output_folder
-from ablate.experiments.loading import load_config
-from ablate.experiments.parsing import parse_overrides
-from ablate.experiments.spec import NAME_RE, SPEC_KEYS, load_spec, spec_from_dict, spec_from_resolved
+from ablate.experiments.schema.config import SECTIONS, TrainConfig
+from ablate.experiments.schema.parsing import parse_overrides
+from ablate.experiments.specs.loading import load_config
+from ablate.experiments.specs.spec import NAME_RE, SPEC_KEYS, load_spec, spec_from_dict, spec_from_resolved
+from ablate.files import input_file, output_folder
 from tests.conftest import TINY_BASE
 
 # Hypothesis caches constants it reads from the sources under its home folder (./.hypothesis

@@ -1,7 +1,7 @@
 """Imports go one way, from the model up to the command line:
 
     errors < lit_modules | datamodules < experiments | components | testing
-           < sweeps.stats < sweeps.ledger < sweeps.report < sweeps.integrations < sweeps.run
+           < sweeps.stats < sweeps.ledger < sweeps.report < sweeps.integrations < sweeps.drivers
            < api < cli | ablate/__init__.py < __main__ | benchmarks | docs | examples
 
 A unit may import its own modules and any unit of a lower layer, never one above it or beside
@@ -21,6 +21,7 @@ from tests.conftest import REPO
 
 LAYERS = {
     "errors": 0,
+    "files": 0.5,  # atomic files: imports errors only
     "lit_modules": 1,
     "datamodules": 1,
     "experiments": 2,
@@ -31,7 +32,7 @@ LAYERS = {
     "sweeps.ledger": 4,
     "sweeps.report": 5,
     "sweeps.integrations": 6,
-    "sweeps.run": 7,
+    "sweeps.drivers": 7,
     "api": 8,
     "__init__": 9,  # ablate/__init__.py re-exports the API lazily
     "cli": 9,
@@ -40,7 +41,7 @@ LAYERS = {
     "docs": 10,
     "examples": 10,
 }
-ROOMS = {"stats", "ledger", "report", "integrations", "run"}
+ROOMS = {"stats", "ledger", "report", "integrations", "drivers"}
 
 
 def unit_of_parts(parts: tuple[str, ...]) -> str:

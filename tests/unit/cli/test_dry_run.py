@@ -29,7 +29,7 @@ def test_a_comma_list_on_a_train_config_is_a_quick_grid(
 ) -> None:
     """The issue's own command: two head counts x 2 seeds = 4 cells, the first value the baseline."""
     monkeypatch.chdir(tmp_path)
-    config = Path(__file__).resolve().parents[3] / "experiments" / "order.yaml"
+    config = Path(__file__).resolve().parents[3] / "experiments" / "configs" / "order.yaml"
     assert main(["sweep", str(config), "model.n_heads=1,2", "--seeds", "2", "--dry-run"]) == 0
     out, err = capsys.readouterr()
     assert "4 cells (2 variants x 2 seeds)" in err and "runs/order-n_heads" in err

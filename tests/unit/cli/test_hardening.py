@@ -24,14 +24,14 @@ import pytest
 import yaml
 
 from ablate.errors import ConfigError
-from ablate.experiments.io import atomic_dir, remove_stale_partials, write_json
-from ablate.experiments.spec import load_spec
+from ablate.experiments.specs.spec import load_spec
+from ablate.files import atomic_dir, remove_stale_partials, write_json
+from ablate.sweeps.drivers.loop import worker_command
+from ablate.sweeps.drivers.outcome import Outcome, final_line, grid_outcome, search_outcome
 from ablate.sweeps.integrations.wandb_sweep import sweep_config
 from ablate.sweeps.ledger.cells import open_store
 from ablate.sweeps.ledger.identity import changed_keys
 from ablate.sweeps.ledger.storage import sqlite_url
-from ablate.sweeps.run.loop import worker_command
-from ablate.sweeps.run.outcome import Outcome, final_line, grid_outcome, search_outcome
 from tests.conftest import TINY_BASE, TINY_YAML, cell_row, write_spec
 from tests.forked import run_forked
 
@@ -224,7 +224,8 @@ CASES: dict[str, Case] = {
         ["reproduce", "../order"], ["no preset '../order' (a path", "ablate sweep"]
     ),
     "reproduce-config-file": Case(
-        ["reproduce", "experiments/order.yaml"], ["no preset 'experiments/order.yaml' (a path"]
+        ["reproduce", "experiments/configs/order.yaml"],
+        ["no preset 'experiments/configs/order.yaml' (a path"],
     ),
     # --- paths --------------------------------------------------------------------------------
     "sweep-out-is-a-file": Case(
@@ -290,7 +291,7 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, case: Case) -> Non
 
 def test_a_refused_storage_leaves_no_run_folder(tmp_path: Path) -> None:
     """A server that cannot be reached fails after the URL check: the run folder made for it goes."""
-    from ablate.sweeps.run.grid import sweep
+    from ablate.sweeps.drivers.grid import sweep
 
     spec = load_spec(write_spec(tmp_path, seeds=1, heatmap_seeds=[0]))
     with pytest.raises(ConfigError, match="cannot create the study file .* not found"):
@@ -369,7 +370,7 @@ def test_changed_keys_name_the_settings() -> None:
 
 
 def test_workers_and_wandb_agents_do_not_import_from_the_current_folder(tmp_path: Path) -> None:
-    for module in ("ablate.sweeps.run.worker", "ablate.sweeps.run.search_worker"):
+    for module in ("ablate.sweeps.drivers.worker", "ablate.sweeps.drivers.search_worker"):
         cmd = worker_command(module, ["--run-dir", "x"])
         assert cmd[:2] == [sys.executable, "-P"] and Path(cmd[2]).is_absolute() and cmd[3] == module
     spec = load_spec(write_spec(tmp_path, seeds=1, heatmap_seeds=[0]))
@@ -406,7 +407,7 @@ def test_ctrl_c_during_a_claim_fails_the_claimed_work() -> None:
     import os
     import signal
 
-    from ablate.sweeps.run.loop import idle_wait, work_loop
+    from ablate.sweeps.drivers.loop import idle_wait, work_loop
 
     failed: list[tuple[str, str | None]] = []
 

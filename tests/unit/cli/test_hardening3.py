@@ -18,9 +18,9 @@ import yaml
 from sqlalchemy.exc import OperationalError
 
 from ablate.errors import ConfigError, short
-from ablate.experiments.io import atomic_dir
-from ablate.experiments.loading import read_yaml
-from ablate.experiments.parsing import check_size
+from ablate.experiments.schema.parsing import check_size
+from ablate.experiments.specs.loading import read_yaml
+from ablate.files import atomic_dir
 from ablate.sweeps.ledger.storage import one_line
 from tests.conftest import TINY_BASE
 from tests.forked import run_forked

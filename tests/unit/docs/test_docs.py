@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from ablate.cli.parser import build_parser
-from ablate.experiments.config import SECTIONS, TrainConfig
-from ablate.experiments.loading import load_config
-from ablate.experiments.presets import PRESETS, load_preset
-from ablate.experiments.spec import load_spec
+from ablate.experiments.schema.config import SECTIONS, TrainConfig
+from ablate.experiments.specs.loading import load_config
+from ablate.experiments.specs.presets import PRESETS, load_preset
+from ablate.experiments.specs.spec import load_spec
 from docs._gen import reference
 from tests.conftest import REPO
 
@@ -87,7 +87,9 @@ def test_the_docs_first_sweep_is_the_readme_quickstart() -> None:
     )
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "experiments").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", sorted((REPO / "experiments" / "configs").glob("*.yaml")), ids=lambda p: p.name
+)
 def test_example_configs_load(path: Path) -> None:
     cfg = load_config(path)
     assert cfg.trainer.max_steps >= 100
@@ -99,7 +101,7 @@ def test_presets_validate(name: str, profile: str) -> None:
     preset = load_preset(name)
     assert preset["description"]
     for rel in preset["experiments"]:
-        spec = load_spec(REPO / "experiments" / rel, profile=profile)
+        spec = load_spec(REPO / "experiments" / "configs" / rel, profile=profile)
         assert len(spec.seeds) >= 5 and spec.baseline == "baseline"
         # Single-head vs multi-head keeps d_model fixed.
         widths = {spec.cell_config(v, 0).model.d_model for v in spec.variants}
@@ -108,7 +110,7 @@ def test_presets_validate(name: str, profile: str) -> None:
 
 def test_remove_pe_single_head_covers_three_data_sets() -> None:
     specs = [
-        load_spec(REPO / "experiments" / p, profile="cpu")
+        load_spec(REPO / "experiments" / "configs" / p, profile="cpu")
         for p in load_preset("remove-pe-single-head")["experiments"]
     ]
     assert [s.base.data.task for s in specs] == ["order", "lookup", "text"]

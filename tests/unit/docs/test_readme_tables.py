@@ -1,6 +1,6 @@
 """The result tables (every preset's on the docs' results page, the main job's in the README too)
 are what ``python -m docs._gen.readme_tables`` prints for the committed inputs
-(benchmarks/results/<preset>/), and summary.json records its provenance."""
+(results/<preset>/), and summary.json records its provenance."""
 
 from __future__ import annotations
 
@@ -219,7 +219,7 @@ def test_write_replaces_only_the_block() -> None:
 
 def test_collect_copies_every_experiment_or_nothing(tmp_path: Path) -> None:
     runs, results = tmp_path / "runs", tmp_path / "results"
-    committed = REPO / "benchmarks" / "results" / rt.DEFAULT_PRESET
+    committed = REPO / "results" / rt.DEFAULT_PRESET
     names = rt.experiment_names(rt.DEFAULT_PRESET)
     lookup_lr = [f"{names[1]}-lr0.5x", f"{names[1]}-lr2x"]  # the lr check's companion runs
     for name in [*names, *lookup_lr]:
@@ -256,9 +256,7 @@ def test_the_table_is_recomputed_from_the_cells() -> None:
     """A committed summary.json from older code keeps its provenance, but its statistics are
     computed again from results.csv: the table has today's tests whatever the summary says."""
     (e, *_) = rt.load_inputs(rt.DEFAULT_PRESET)
-    committed = json.loads(
-        (REPO / "benchmarks" / "results" / rt.DEFAULT_PRESET / f"{e.main.spec['name']}.json").read_text()
-    )
+    committed = json.loads((REPO / "results" / rt.DEFAULT_PRESET / f"{e.main.spec['name']}.json").read_text())
     v = e.main.summary["variants"]["no_pe"]
     assert list(v) == list(VARIANT_KEYS)
     assert v["test"] == "signed-rank" and e.main.summary["provenance"] == committed.get("provenance")

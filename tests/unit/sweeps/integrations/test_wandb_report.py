@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from ablate import cli
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.io import write_json
-from ablate.experiments.spec import ExperimentSpec, spec_from_dict
+from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.specs.spec import ExperimentSpec, spec_from_dict
+from ablate.files import write_json
 from ablate.sweeps.integrations import wandb_glue
 from ablate.sweeps.integrations import wandb_report as wrep
 from ablate.sweeps.integrations import wandb_workspace as wws

@@ -14,7 +14,7 @@ import yaml
 from wandb.sdk.launch.sweeps.utils import create_sweep_command_args
 
 from ablate.cli.parser import main
-from ablate.experiments.spec import cell_from_args, load_spec
+from ablate.experiments.specs.spec import cell_from_args, load_spec
 from ablate.sweeps.integrations.wandb_sweep import sweep_config
 from tests.conftest import TINY_YAML
 

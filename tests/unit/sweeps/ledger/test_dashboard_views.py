@@ -12,7 +12,7 @@ import optuna
 import pytest
 from optuna.artifacts import FileSystemArtifactStore, get_all_artifact_meta
 
-from ablate.experiments.config import TrainConfig
+from ablate.experiments.schema.config import TrainConfig
 from ablate.sweeps.ledger.study_views import (
     name_objective,
     open_artifacts,

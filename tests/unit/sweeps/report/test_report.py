@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-import ablate.experiments.io as io_mod
+import ablate.files as io_mod
 from ablate.errors import ConfigError
 from ablate.sweeps.report.compare import attention_changes, compare_runs
 from ablate.sweeps.report.files import figure_png, plot_metric, write_report

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ablate.experiments.spec import spec_from_dict
+from ablate.experiments.specs.spec import spec_from_dict
 from ablate.sweeps.report import build
 from ablate.sweeps.report.text import (
     HEADER,

@@ -9,10 +9,10 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from ablate.errors import ConfigError
-from ablate.experiments.config import TrainConfig
-from ablate.experiments.run import run_cells
-from ablate.experiments.spec import spec_from_dict
-from ablate.lit_modules.seed_parallel import LitSeedParallel
+from ablate.experiments.runner.cells import run_cells
+from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.specs.spec import spec_from_dict
+from ablate.lit_modules.systems.seed_parallel import LitSeedParallel
 from ablate.sweeps.stats.summary import variance_components
 from tests.conftest import TINY_BASE
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ablate.benchmarks import variance_calibration as calibration
-from ablate.experiments.config import TrainConfig
+from ablate.experiments.schema.config import TrainConfig
 from ablate.sweeps.stats.summary import variance_components
 from ablate.sweeps.stats.variance import (
     FACTORS,

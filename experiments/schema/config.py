@@ -1,0 +1,364 @@
+"""TrainConfig: the full, validated description of one training run.
+
+Sections ``model``, ``data``, ``optim``, ``trainer`` and a top-level ``seed``; dotted
+``key=value`` overrides are applied on top and checked against the dataclass fields.
+Reading one from YAML (and its path rules) is experiments/specs/loading.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from ablate.datamodules.config import DataConfig
+from ablate.errors import ConfigError, Range, require, short, validate_fields
+from ablate.experiments.schema.machine import check_isa
+from ablate.experiments.schema.parsing import as_mapping, parse_overrides
+from ablate.lit_modules.components.plugins import import_plugins
+from ablate.lit_modules.model.config import ModelConfig, OptimConfig
+
+# Seeds reach numpy and Lightning, which take unsigned 32-bit seeds.
+SEED_RANGE = Range(0, 2**32 - 1)
+STEPS = Range(1, 10_000_000)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TrainerConfig:
+    """How ``lightning.Trainer`` runs: steps, precision, device, logging cadence."""
+
+    SECTION = "trainer"
+    RANGES = {
+        "max_steps": STEPS,
+        "val_every": Range(0, STEPS.hi),
+        "devices": Range(1, 1),
+        "log_every": STEPS,
+        "seed_parallel": Range(1, 1024),
+        "cpu_threads": Range(1, 1024),
+        "order_seeds": Range(0, 1_000_000),
+        "numerics_levels": Range(1, 1_000_000),
+    }
+    # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
+    DOCS = {
+        "max_steps": "optimizer steps",
+        "val_every": "validate every this many steps during training (0 = only at the end)",
+        "precision": "`auto`: bf16-mixed on a GPU that supports it, 32-true otherwise",
+        "accelerator": "Lightning accelerator; `auto` takes a GPU where present",
+        "devices": "devices per run",
+        "deterministic": "`torch.use_deterministic_algorithms`: bit-identical reruns on CPU",
+        "log_every": "steps between logged training metrics",
+        "compile": "`torch.compile` the encoder (GPU; costs seconds of compile time per run)",
+        "seed_parallel": (
+            "`1`: every seed trains alone; `K > 1`: seeds train in stacks of at most K as one "
+            "vectorized model, the same in every entry point; `ablate train` trains seed..seed+K-1 "
+            "into `seed<k>/` folders. Part of the cell's configuration"
+        ),
+        "cpu_threads": (
+            "intra-op CPU threads of a cell (`torch.set_num_threads`); the thread count changes float"
+            " reduction order and so results, so it is part of the configuration, set by every entry "
+            "point whatever the worker count"
+        ),
+        "cpu_isa": (
+            "`native`: the kernels torch picks for this CPU; `default` / `avx2` / `avx512`: ATen, oneDNN"
+            " and MKL pinned to that level (their environment variables, set in every worker before "
+            "torch loads; `ablate train` restarts itself with them); refused where the CPU lacks it. "
+            "Study-wide; the numerics each cell ran with are recorded either way"
+        ),
+        "order_seeds": (
+            "`0`: the run seed drives init, data order and dropout together; `n > 0` (set by a spec's"
+            " `seed_factors`): seed s initializes from s // n and orders the data by s % n; dropout "
+            "stays keyed by s"
+        ),
+        "numerics_levels": (
+            "`1`: off; `c > 1` (set by `seed_factors.numerics`, needs `order_seeds`): seed s = (init x c +"
+            " j) x n + order, and level j > 0 moves every initial weight one ulp (torch.nextafter) in a "
+            "direction drawn from a generator seeded by j; dropout is keyed by the seed of level 0"
+        ),
+    }
+
+    max_steps: int = 1000
+    # Validate every this many steps during training (0 = only at the end).
+    val_every: int = 0
+    # "auto": bf16-mixed on a GPU that supports it, 32-true otherwise.
+    precision: Literal["auto", "32-true", "bf16-mixed", "16-mixed", "bf16-true"] = "auto"
+    # An accelerator or precision this machine lacks is refused before the run (check_machine).
+    accelerator: Literal["auto", "cpu", "gpu", "cuda", "mps"] = "auto"
+    # Must be 1: multi-device (DDP) training is not supported; a sweep runs one worker per GPU.
+    devices: int = 1
+    # torch.use_deterministic_algorithms: bit-identical reruns on CPU.
+    deterministic: bool = True
+    log_every: int = 50
+    # torch.compile the encoder (GPU; costs seconds of compile time per run).
+    compile: bool = False
+    # 1: every seed trains alone. K > 1: seeds train in stacks of at most K as one vectorized
+    # model (lit_modules/systems/seed_parallel.py), every entry point alike: `ablate train` trains
+    # seed..seed+K-1, a sweep worker stacks up to K waiting cells of one variant, the W&B agent
+    # and a search trial a stack of one. A member's result does not depend on its stack; the
+    # path (1 or > 1) is part of the configuration, as the two agree only to float tolerance.
+    seed_parallel: int = 1
+    # Intra-op CPU threads of a cell (torch.set_num_threads): the thread count changes the float
+    # reduction order, so it is part of the configuration, set the same by every entry point.
+    cpu_threads: int = 1
+    # The CPU kernels' ISA (experiments/schema/machine.py): `native` lets ATen, oneDNN and MKL pick for
+    # this CPU; a pinned level sets their environment variables in every process before torch
+    # loads, so that two machines with that ISA can run the same kernels.
+    cpu_isa: Literal["native", "default", "avx2", "avx512"] = "native"
+    # 0: the run seed drives init, data order and dropout together. n > 0 (set by a spec's
+    # seed_factors): seed s initializes from s // n and orders the data by s % n, so that init
+    # and data order vary as separate, crossed factors; dropout stays keyed by s.
+    order_seeds: int = 0
+    # 1: off. c > 1 (set by seed_factors.numerics): a third crossed factor, the float rounding.
+    # Seed s = (init x c + level) x order_seeds + order, so c = 1 leaves every seed's streams as
+    # they were; level j > 0 moves each initial weight by one ulp (lit_modules/systems/ulp.py), the
+    # perturbation Summers & Dinneen (2021) found to change a run as much as a new seed.
+    numerics_levels: int = 1
+
+    def __post_init__(self) -> None:
+        many = isinstance(self.devices, int) and not isinstance(self.devices, bool) and self.devices > 1
+        require(
+            not many,
+            f"trainer.devices={self.devices}: a run trains on one device; multi-device (DDP) training is not "
+            "supported (it would change batch composition and reduction order, so a cell's number would "
+            "depend on the device count). Use one worker per GPU instead: ablate sweep --workers N",
+        )
+        validate_fields(self)
+        require(
+            not (self.compile and self.seed_parallel > 1),
+            "trainer.compile is not supported with trainer.seed_parallel > 1 (torch.compile of a vmapped "
+            "model); choose one",
+        )
+        require(
+            self.numerics_levels == 1 or self.order_seeds > 0,
+            f"trainer.numerics_levels={self.numerics_levels} needs trainer.order_seeds > 0: numerics levels "
+            "cross init seeds and data orders (a spec's seed_factors: {init, data_order, numerics} sets both)",
+        )
+
+    def check_machine(self) -> None:
+        """Refuse what this machine cannot honour, before anything runs: an absent accelerator,
+        fp16 AMP on a CPU (Lightning would silently train in bf16), bf16 on a GPU without it."""
+        if self.cpu_isa != "native":
+            check_isa(self.cpu_isa)
+        if self.accelerator in ("auto", "cpu") and self.precision in ("auto", "32-true"):
+            return  # always possible; skip importing torch
+        device = _device(self.accelerator)
+        if self.precision == "16-mixed":
+            require(
+                device != "cpu",
+                f"trainer.precision='16-mixed' needs a GPU, and this run would train on the CPU "
+                f"(trainer.accelerator={self.accelerator!r}); Lightning would silently use bf16-mixed "
+                "instead. Choose 32-true or bf16-mixed, or run on a GPU",
+            )
+        if self.precision.startswith("bf16") and device == "cuda":
+            import torch
+
+            require(
+                torch.cuda.is_bf16_supported(including_emulation=False),
+                f"trainer.precision={self.precision!r}: this GPU ({torch.cuda.get_device_name()}) has no "
+                "bf16 support; choose 16-mixed or 32-true",
+            )
+
+
+def _device(accelerator: str) -> str:
+    """The device Lightning would pick for ``accelerator`` here ("cpu", "cuda" or "mps"); a
+    ConfigError if the one asked for is absent. Lightning's order: "auto" and "gpu" try MPS first."""
+    import torch
+
+    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
+    if accelerator == "cpu":
+        return "cpu"
+    if accelerator == "auto":
+        return "mps" if mps else "cuda" if cuda else "cpu"
+    found = {"cuda": cuda, "mps": mps, "gpu": cuda or mps}[accelerator]
+    need = {"cuda": "a CUDA GPU", "mps": "Apple's MPS", "gpu": "a CUDA GPU or Apple's MPS"}[accelerator]
+    require(
+        found,
+        f"trainer.accelerator={accelerator!r} needs {need}, and this machine has none; "
+        "choose trainer.accelerator=auto or cpu",
+    )
+    return "mps" if accelerator == "mps" or (accelerator == "gpu" and mps) else "cuda"
+
+
+# Keys added after studies were made with this suite. At these values a study's identity leaves
+# them out (experiments/specs/spec.py, sweeps/ledger/identity.py), so a study made before them still
+# resumes; any other value is part of it.
+LATER_DEFAULTS: dict[str, Any] = {
+    "model.attention": "mha",
+    "model.norm_layer": "layernorm",
+    "model.ffn": "mlp",
+    "model.n_kv_heads": None,
+    "trainer.numerics_levels": 1,
+    "trainer.cpu_isa": "native",
+    "plugins": [],
+}
+
+
+def without_later_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """A config mapping (``TrainConfig.to_dict()``) without the LATER_DEFAULTS keys at their default."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    for key, default in LATER_DEFAULTS.items():
+        section, _, name = key.rpartition(".")
+        holder = out.get(section) if section else out
+        field_name = name if section else key
+        if isinstance(holder, dict) and field_name in holder and holder[field_name] == default:
+            del holder[field_name]
+    return out
+
+
+class SeedStreams(NamedTuple):
+    """The random streams of one run seed (TrainConfig.seed_streams)."""
+
+    init: int  # seeds the initial weights
+    order: int  # shuffles the training data
+    numerics: int  # 0: the init as drawn; j > 0: moved one ulp per weight (lit_modules/systems/ulp.py)
+    dropout: int  # keys the dropout masks
+
+
+SECTIONS: dict[str, type] = {
+    "model": ModelConfig,
+    "data": DataConfig,
+    "optim": OptimConfig,
+    "trainer": TrainerConfig,
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TrainConfig:
+    """Everything one run needs. ``seed`` fixes init, data order and dropout."""
+
+    RANGES = {"seed": SEED_RANGE}
+    # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
+    DOCS = {
+        "model": "the encoder classifier",
+        "data": "the data set and its batches",
+        "optim": "AdamW and its schedule",
+        "trainer": "how `lightning.Trainer` runs",
+        "seed": (
+            "init, data order and dropout (`data.seed` alone fixes the data set, so seed variance is "
+            "training variance)"
+        ),
+        "plugins": (
+            "modules or `.py` files (relative to this file) that register components of your own, "
+            "imported before the config is checked, in every process"
+        ),
+    }
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    seed: int = 0
+    # Plugins (lit_modules/components/plugins.py): files made absolute, imported by from_dict before the sections.
+    plugins: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        plugins = self.plugins
+        require(
+            isinstance(plugins, (list, tuple)) and all(isinstance(p, str) and p.strip() for p in plugins),
+            f"plugins={short(plugins)} must be a list of module names or .py files",
+        )
+        object.__setattr__(self, "plugins", tuple(dict.fromkeys(plugins)))  # in order, once each
+        require(
+            isinstance(self.seed, int) and not isinstance(self.seed, bool),
+            f"seed={self.seed!r} has the wrong type; expected int",
+        )
+        interval = self.RANGES["seed"]
+        require(self.seed in interval, f"seed={self.seed!r} is out of range; valid: {interval}")
+        self._check_lengths()
+
+    def _check_lengths(self) -> None:
+        """Every input must fit the positional encoding (``max_positions``: the learned table's rows)."""
+        from ablate.lit_modules.model.registry import get
+
+        limit = get("positional", self.model.pe).max_positions(self.model)
+        longest = self.data.longest_input() + (self.model.pool == "cls")
+        require(
+            limit is None or longest <= limit,
+            f"model.pe={self.model.pe!r} has model.max_len={limit} positions but inputs reach "
+            f"{longest} tokens (data.max_len x long_test_factor, + [CLS]); raise model.max_len",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "plugins": list(self.plugins)}
+
+    def streams(self, seed: int) -> tuple[int, int]:
+        """(init seed, data-order seed) of run seed ``seed`` (see trainer.order_seeds)."""
+        s = self.seed_streams(seed)
+        return s.init, s.order
+
+    def seed_streams(self, seed: int) -> SeedStreams:
+        """What run seed ``seed`` fixes (trainer.order_seeds n, trainer.numerics_levels c).
+
+        Without factors the seed is every stream. With them s = (init x c + numerics) x n + order:
+        at c = 1 that is init s // n and order s % n, as before numerics existed. Dropout is keyed
+        by the seed of the same (init, order) at numerics level 0, so that level 0 is the cell a
+        study without numerics runs, and the levels differ by the init's ulps only."""
+        n, c = self.trainer.order_seeds, self.trainer.numerics_levels
+        if not n:
+            return SeedStreams(init=seed, order=seed, numerics=0, dropout=seed)
+        cell, order = divmod(seed, n)
+        init, level = divmod(cell, c)
+        return SeedStreams(init=init, order=order, numerics=level, dropout=init * n + order)
+
+    def flat(self) -> dict[str, Any]:
+        """``{"model.d_model": 64, ..., "seed": 0}``: for W&B, Optuna and CSV."""
+        out: dict[str, Any] = {}
+        for section, values in self.to_dict().items():
+            if isinstance(values, dict):
+                out.update({f"{section}.{k}": v for k, v in values.items()})
+            else:
+                out[section] = values
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:
+        require(isinstance(raw, dict), f"a train config must be a mapping, got {type(raw).__name__}")
+        as_mapping(raw, "a train config")
+        unknown = set(raw) - set(SECTIONS) - {"seed", "plugins"}
+        require(
+            not unknown,
+            f"unknown config section(s) {sorted(unknown)}; valid: {sorted(SECTIONS) + ['seed', 'plugins']}",
+        )
+        plugins = raw.get("plugins") or ()
+        require(
+            isinstance(plugins, (list, tuple)) and all(isinstance(p, str) for p in plugins),
+            f"plugins={short(plugins)} must be a list of module names or .py files",
+        )
+        import_plugins(plugins)  # their components must be registered before the sections are checked
+        sections = {}
+        for name, section_cls in SECTIONS.items():
+            values = as_mapping(raw.get(name), f"config section '{name}'")
+            valid = [f.name for f in dataclasses.fields(section_cls)]
+            bad = [k for k in values if k not in valid]
+            require(
+                not bad,
+                f"unknown key(s) {', '.join(f'{name}.{k}' for k in bad)}; valid {name} keys: {', '.join(valid)}",
+            )
+            sections[name] = section_cls(**values)
+        return cls(**sections, seed=raw.get("seed", 0), plugins=tuple(plugins))
+
+    def override(self, overrides: list[str] | dict[str, Any]) -> TrainConfig:
+        """Apply ``["model.n_heads=1", "seed=3"]`` (or a dict of dotted keys)."""
+        raw = self.to_dict()
+        for key, value in parse_overrides(overrides).items():
+            set_dotted(raw, key, value)
+        return TrainConfig.from_dict(raw)
+
+
+def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``raw["model"]["n_heads"]`` from ``"model.n_heads"``, naming valid keys on a miss."""
+    if key in ("seed", "plugins"):
+        raw[key] = value
+        return
+    section, _, name = key.partition(".")
+    if key.startswith("+"):  # Hydra's "add a key": every key exists here, so it is set as it is
+        raise ConfigError(
+            f"override {key!r}: drop the '+' ({key.lstrip('+')}=...): the config's keys are fixed, and each has a default"
+        )
+    if section not in SECTIONS or not name:
+        raise ConfigError(
+            f"unknown config key {key!r}; keys look like section.name with section in {sorted(SECTIONS)}, "
+            "or 'seed', 'plugins'"
+        )
+    valid = [f.name for f in dataclasses.fields(SECTIONS[section])]
+    require(name in valid, f"unknown config key {key!r}; valid {section} keys: {', '.join(valid)}")
+    raw.setdefault(section, {})[name] = value

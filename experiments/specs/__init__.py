@@ -1,0 +1,2 @@
+"""Configs and experiment specs from YAML, quick grids, the search block and the shipped files.
+May import ``experiments.schema``."""

@@ -1,0 +1,129 @@
+"""A grid from the command line, with no spec file: ``ablate sweep CONFIG.yaml model.n_heads=1,2,4``.
+
+Each override whose value is a comma list (``key=a,b``) is a swept key; the variants are every
+combination of their values, and the first value of each list is the baseline's (so the baseline
+is the combination the user wrote first). Every other override applies to the base of all of them.
+The result is the mapping an experiment spec file would hold, validated like one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from ablate.errors import ConfigError, require
+
+if TYPE_CHECKING:
+    from ablate.experiments.specs.spec import ExperimentSpec
+
+_NOT_A_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def list_values(item: str) -> tuple[str, list[str]] | None:
+    """``("model.n_heads", ["1", "2"])`` for ``model.n_heads=1,2``; None for an override that is
+    not a comma list (a YAML flow list ``[1,2]`` or a quoted string is a single value)."""
+    key, sep, text = item.partition("=")
+    text = text.strip()
+    if not sep or "," not in text or text.startswith(("[", "{", "'", '"')):
+        return None
+    return key.strip(), [v.strip() for v in text.split(",")]
+
+
+def split_overrides(overrides: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """The plain overrides, and the comma-listed ones by key (in the order given)."""
+    plain: list[str] = []
+    lists: dict[str, list[str]] = {}
+    for item in overrides:
+        found = list_values(item)
+        if found is None:
+            plain.append(item)
+            continue
+        key, values = found
+        require(all(values), f"override {item!r}: an empty value in the list; write key=a,b,c")
+        require(len(set(values)) == len(values), f"override {item!r}: a value is listed twice")
+        require(key not in lists, f"{key} is swept twice; give one list")
+        lists[key] = values
+    return plain, lists
+
+
+def _value(text: str, key: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{key}={text}: cannot parse the value: {err}") from None
+
+
+def _name_part(text: str) -> str:
+    return _NOT_A_NAME.sub("_", text).strip("_") or "x"
+
+
+def quick_spec(config: Path, lists: dict[str, list[str]], seeds: int | None) -> dict[str, Any]:
+    """The experiment spec of a command-line grid over ``lists`` on the train config ``config``."""
+    require(bool(lists), "a quick grid needs at least one comma list, e.g. model.n_heads=1,2")
+    require(
+        "seed" not in lists,
+        "seed=0,1,... is not a variant; give the number of seeds with --seeds N",
+    )
+    leaves = [_name_part(k.rpartition(".")[2]) for k in lists]
+    combos = list(itertools.product(*lists.values()))
+    first = dict(zip(lists, combos[0], strict=True))
+    variants: dict[str, dict[str, Any]] = {}
+    for combo in combos:
+        name = ".".join(f"{leaf}-{_name_part(v)}" for leaf, v in zip(leaves, combo, strict=True))
+        require(name not in variants, f"two variants would be named {name}; list values that differ")
+        variants[name] = {k: _value(v, k) for k, v in zip(lists, combo, strict=True) if v != first[k]}
+    raw: dict[str, Any] = {
+        "name": f"{_name_part(config.stem)}-{'-'.join(leaves)}",
+        "description": f"{config.name} over "
+        + ", ".join(f"{k} in {{{', '.join(v)}}}" for k, v in lists.items()),
+        "base": str(config.resolve()),
+        "overrides": {k: _value(v, k) for k, v in first.items()},
+        "variants": variants,
+    }
+    if seeds is not None:
+        raw["seeds"] = seeds
+    return raw
+
+
+def is_spec(raw: Any) -> bool:
+    """Whether a loaded YAML file is an experiment spec (``name``/``base``/``variants``) rather
+    than a train config (``model``/``data``/...)."""
+    return isinstance(raw, dict) and bool({"variants", "base"} & set(raw))
+
+
+def load_sweep(
+    given: str, overrides: list[str], *, profile: str | None = None, seeds: int | None = None
+) -> ExperimentSpec:
+    """What ``ablate sweep GIVEN ...`` runs: an experiment spec (a file, or a shipped spec's name),
+    or a quick grid over a train config's comma-listed overrides."""
+    from ablate.experiments.specs.loading import read_yaml
+    from ablate.experiments.specs.shipped import resolve
+    from ablate.experiments.specs.spec import checked, load_spec, spec_from_dict
+
+    path = resolve(given, ("spec", "config"), "experiment spec or train config")
+    plain, lists = split_overrides(overrides)
+    if is_spec(read_yaml(path)):
+        if lists:
+            key = next(iter(lists))
+            raise ConfigError(
+                f"{key}={','.join(lists[key])}: a comma list makes a quick grid from a train config, "
+                f"but {given} is an experiment spec; add the values to its variants"
+            )
+        return load_spec(path, overrides, profile=profile, seeds=seeds)
+    require(
+        profile is None,
+        f"--profile {profile}: profiles belong to an experiment spec, and {given} is a train config",
+    )
+    require(
+        bool(lists),
+        f"{given} is a train config, not an experiment spec: sweep a key of it with a comma list "
+        f"(ablate sweep {given} model.n_heads=1,2 --seeds 5), or train it with ablate train",
+    )
+    fixed = {item.partition("=")[0].strip() for item in plain}
+    both = sorted(fixed & set(lists))
+    require(not both, f"{', '.join(both)} given both as a list and as one value; give it once")
+    return checked(spec_from_dict(quick_spec(path, lists, seeds), overrides=plain))

@@ -1,0 +1,37 @@
+"""Normalization layers: the ``norm`` registry's contract and built-ins.
+
+The contract (``Norm``): ``__init__(cfg)``; ``forward(x)`` maps (B, L, D) to (B, L, D), each
+position on its own (padding must not reach a real position's output). ``model.norm`` places the
+layer (Pre-LN or Post-LN, lit_modules/model/encoder.py); ``model.norm_layer`` names it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from torch import Tensor, nn
+
+from ablate.lit_modules.model.config import ModelConfig
+from ablate.lit_modules.model.registry import register
+
+EPS = 1e-5  # both built-ins; torch.nn.TransformerEncoderLayer's LayerNorm default
+
+
+class Norm(Protocol):
+    def __call__(self, x: Tensor) -> Tensor: ...
+
+
+@register("norm", "layernorm")
+class LayerNorm(nn.LayerNorm):
+    """LayerNorm (Ba et al. 2016): centre and scale each position, then a gain and a bias."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg.d_model, eps=EPS)
+
+
+@register("norm", "rmsnorm")
+class RMSNorm(nn.RMSNorm):
+    """RMSNorm (Zhang & Sennrich 2019): x / RMS(x) times a gain; no centring, no bias."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg.d_model, eps=EPS)

@@ -1,0 +1,294 @@
+"""``ablate sweep``: run every (variant, seed) cell of an experiment, then report.
+
+The driver process creates the study and its cells, starts ``--workers``
+worker processes (``python -m ablate.sweeps.drivers.worker``), shows one progress bar for
+the whole grid (sweeps/drivers/loop.py) and writes the report when the workers are done. Running the
+same command again resumes: finished cells are kept, dead workers' cells are
+rerun.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ablate.errors import ConfigError
+from ablate.experiments.schema.machine import isa_env
+from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.files import new_output_folder, write_json, write_yaml
+from ablate.sweeps.drivers.launcher import Launcher
+from ablate.sweeps.drivers.loop import console, prepare_run, run_workers
+from ablate.sweeps.drivers.outcome import Outcome, check_shared_failure, grid_outcome, shared_failure_message
+from ablate.sweeps.ledger.cells import CellStore, collect_rows, open_store
+from ablate.sweeps.ledger.run_folder import check_run_folder, mark_run_folder
+from ablate.sweeps.ledger.study_file import file_identity, file_lost
+from ablate.sweeps.ledger.study_views import PLOT_FILE
+from ablate.sweeps.report.build import report
+from ablate.sweeps.stats.inference import ALPHA, seeds_to_reject
+from ablate.sweeps.stats.summary import data_changing_keys
+
+
+@dataclasses.dataclass
+class Grid:
+    """One study of a sweep: its spec, cell store, run folder and storage URL."""
+
+    spec: ExperimentSpec
+    store: CellStore
+    run_dir: Path
+    url: str
+    opened: tuple[int, int] | None  # the study file's identity when opened (file_lost)
+    stopped: str | None = None  # the last round stopped on a failure its cells share
+
+
+def reach_warning(spec: ExperimentSpec) -> str | None:
+    """One line, before anything runs, when some comparison of ``spec`` cannot reach p Holm <=
+    0.05 with its seeds (the primary test's smallest p at these seeds, held to alpha / (k looks)),
+    with the seeds it would need; None when every comparison can."""
+    others = [v for v in spec.variants if v != spec.baseline]
+    if not others:
+        return None
+    looks = spec.adaptive.looks if spec.adaptive else 1
+    n = spec.adaptive.max if spec.adaptive else len(spec.seeds)
+    level = ALPHA / (len(others) * looks)
+    short = {}
+    for name in others:
+        paired = not data_changing_keys(spec.variants[name])
+        if (need := seeds_to_reject(paired, level)) > n:
+            short[name] = need
+    if not short:
+        return None
+    need = max(short.values())
+    where = f"{len(others)} comparison{'s' * (len(others) > 1)}" + (f" x {looks} looks" if looks > 1 else "")
+    return (
+        f"{spec.name}: {n} seeds per variant cannot reach p Holm <= {ALPHA} for {', '.join(short)} "
+        f"({where}); the primary test needs at least {need} (seeds: {need})"
+    )
+
+
+def prepare_data(specs: list[ExperimentSpec]) -> None:
+    """Load and cache every distinct data set of ``specs`` once, here, before any run folder or
+    cell exists: a data set that cannot be read (a hub that cannot be reached, a missing file, a
+    bad column) is then one error in seconds with nothing written, instead of the same failure
+    in every cell, retried. The workers find the cache built (keyed by the data's config and
+    content, datamodules/datamodule.py), so their cells are the ones they would have built.
+    A validation or test split below MIN_EVAL_EXAMPLES is one warning line per data set, here
+    (the workers print it only to their logs)."""
+    from ablate.datamodules.datamodule import ClassificationDataModule
+    from ablate.datamodules.splits import small_splits_warning
+
+    seen: set[str] = set()
+    for spec in specs:
+        for i, variant in enumerate(spec.variants):
+            dm = ClassificationDataModule(spec.cell_config(variant, spec.seeds[0]).data)
+            if (key := str(dm.cache_path)) in seen:
+                continue
+            seen.add(key)
+            try:
+                dm.prepare_data()
+            except ConfigError as err:
+                raise ConfigError(f"{spec.name}: variant {variant!r}: {err}") from None
+            if warning := small_splits_warning(dm.read_split_record()):
+                who = spec.name if i == 0 else f"{spec.name}: variant {variant!r}"
+                console.print(f"{who}: warning: {warning}", markup=False, style="yellow", soft_wrap=True)
+
+
+def _open(
+    spec: ExperimentSpec,
+    run_dir: Path,
+    storage: str | None,
+    workers: int,
+    hb: dict[str, int],
+    retry_failed: bool,
+) -> Grid:
+    """Check and claim the run folder, open (or create) the study, and forgive failed cells if asked."""
+    if warning := reach_warning(spec):
+        console.print(
+            f"{warning}; running anyway: the report will say 'not distinguishable'.",
+            markup=False,
+            style="yellow",
+        )
+    url = prepare_run(run_dir, storage, workers)
+    with new_output_folder(run_dir):
+        check_run_folder(run_dir, "sweep", spec.name)
+        store = open_store(spec, url, create=True, **hb)
+        mark_run_folder(run_dir, "sweep", spec.name)
+    grid = Grid(spec, store, run_dir, url, file_identity(url))
+    if retry_failed and (retried := store.retry_failed()):
+        console.print(
+            f"{spec.name}: retrying {len(retried)} cell(s) that had failed for good: {', '.join(retried)}",
+            markup=False,
+        )
+    return grid
+
+
+def _run_round(
+    grids: list[Grid],
+    storage: str | None,
+    *,
+    title: str,
+    workers: int,
+    use_wandb: bool,
+    heartbeat_s: int,
+    grace_s: int,
+    launcher: Launcher | None,
+) -> None:
+    """Write the specs the workers read, enqueue their cells, run workers until none is left. The
+    workers claim from the grids in this order (the most expensive cells first: no core waits for
+    a long tail). A grid whose first cells all fail with the same error stops early (the workers
+    check, sweeps/drivers/outcome.py ``shared_failure``); its message is printed once, here."""
+    since = datetime.now()  # this round's attempts: what the stop rule looks at
+    for g in grids:
+        write_json(g.run_dir / "spec.json", g.spec.to_dict())
+        write_yaml(g.run_dir / "spec.yaml", g.spec.to_dict())
+        g.store.ensure_cells()
+
+    def poll() -> tuple[int, str]:
+        states = [c for g in grids for c in g.store.states().values()]
+        running = sum(c.state == "running" for c in states)
+        failed = sum(c.state == "failed" for c in states)
+        done = sum(c.state == "complete" for c in states)
+        return done, f"{running} running" + (f", {failed} failed" if failed else "")
+
+    args = [a for g in grids for a in ("--run-dir", str(g.run_dir))]  # the storage: STORAGE_ENV
+    args += ["--heartbeat", str(heartbeat_s), "--grace", str(grace_s), "--since", since.isoformat()]
+    args += ["--no-wandb"] if not use_wandb else []
+    left = sum(c.state != "complete" for g in grids for c in g.store.states().values())
+    pins = {g.spec.base.trainer.cpu_isa for g in grids}
+    if len(pins) > 1:
+        raise ConfigError(
+            f"{title}: the studies pin different CPU ISAs ({', '.join(sorted(pins))}); one set of workers "
+            "runs one; sweep them one at a time"
+        )
+    run_workers(
+        "ablate.sweeps.drivers.worker",
+        args,
+        grids[0].run_dir,
+        workers=max(1, min(workers, left)),  # no more workers than cells left: the rest would only wait
+        title=title,
+        total=sum(len(g.spec.cells()) for g in grids),
+        poll=poll,
+        # One URL for every study (a --storage given), else each run folder's own study.db.
+        url=grids[0].url if storage is not None or len(grids) == 1 else None,
+        launcher=launcher,
+        env=isa_env(pins.pop()),
+    )
+    for g in grids:
+        check = check_shared_failure(g.store, since)
+        g.stopped = shared_failure_message(g.spec.name, check.stop) if check.stop else None
+        if g.stopped:
+            console.print(g.stopped, markup=False, style="bold yellow", soft_wrap=True)
+
+
+def _finish(grid: Grid, use_wandb: bool) -> tuple[dict[str, Any], Outcome]:
+    summary = report(grid.spec, grid.store, grid.run_dir)
+    if use_wandb and summary["cells"]["complete"]:  # the study's summary run beside its cells
+        from ablate.sweeps.integrations import wandb_glue
+
+        wandb_glue.log_summary(grid.spec, summary, grid.run_dir / PLOT_FILE, grid.run_dir)
+    outcome = grid_outcome(collect_rows(grid.store))
+    outcome = dataclasses.replace(outcome, lost=file_lost(grid.url, grid.opened))
+    if grid.stopped and not outcome.ok:  # its message named the error: not again as "a failed cell"
+        outcome = dataclasses.replace(outcome, stopped=grid.stopped, first_error=None)
+    return summary, outcome
+
+
+def _next_round(spec: ExperimentSpec, store: CellStore) -> ExperimentSpec | None:
+    """Adaptive seeds: record this round's verdicts on the study; the grown spec, or None to stop."""
+    from ablate.sweeps.drivers.adaptive import decide, grow
+
+    verdicts = decide(spec, collect_rows(store))
+    undecided = [v for v, e in verdicts.items() if not e["decided"]]
+    seeds = {v: sum(w == v for w, _ in spec.cells()) for v in spec.variants}
+    entry = {
+        "seeds": seeds,
+        "undecided": undecided,
+        "ci": {v: e["ci"] for v, e in verdicts.items()},
+        "p_seq": {v: e["p_seq"] for v, e in verdicts.items()},
+    }
+    rounds = list(store.study.user_attrs.get("rounds", []))
+    if rounds and rounds[-1]["seeds"] == seeds:
+        rounds[-1] = entry  # a rerun of a round already judged: judge it again, do not repeat it
+    else:
+        rounds.append(entry)
+    grown = grow(spec, undecided) if undecided else None
+    store.study.set_user_attr("rounds", rounds)
+    if grown is None:
+        reason = "every comparison decided" if not undecided else f"max seeds ({spec.adaptive.max}) reached"
+        store.study.set_user_attr("stop_reason", reason)
+    else:
+        store.study.set_user_attr("extra_seeds", {v: list(s) for v, s in grown.extra_seeds.items()})
+    return grown
+
+
+def sweep(
+    spec: ExperimentSpec,
+    run_dir: Path,
+    *,
+    storage: str | None = None,
+    workers: int = 1,
+    use_wandb: bool = True,
+    heartbeat_s: int = 10,
+    grace_s: int = 30,
+    launcher: Launcher | None = None,
+    retry_failed: bool = False,
+) -> tuple[dict[str, Any], Outcome]:
+    """Run (or resume) every cell, then report; the summary and the cell counts (complete, failed
+    for good, missing). With adaptive seeds, in rounds (sweeps/drivers/adaptive.py). ``launcher``: where
+    the workers run (sweeps/drivers/launcher.py; default ``--workers`` processes here). ``retry_failed``:
+    run again the cells that failed for good (their cause fixed)."""
+    hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
+    prepare_data([spec])
+    grid = _open(spec, run_dir, storage, workers, hb, retry_failed)
+    if spec.adaptive is not None:  # resume: the seeds earlier rounds added
+        added = grid.store.study.user_attrs.get("extra_seeds", {})
+        grid.spec = dataclasses.replace(spec, extra_seeds={v: tuple(s) for v, s in added.items()})
+        grid.store = open_store(grid.spec, grid.url, **hb)
+    opts = {"workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s, "grace_s": grace_s}
+    while True:
+        _run_round([grid], storage, title=grid.spec.name, launcher=launcher, **opts)
+        if grid.stopped:  # no next round of seeds for a study whose cells all fail
+            return _finish(grid, use_wandb)
+        grown = _next_round(grid.spec, grid.store) if spec.adaptive is not None else None
+        if grown is None:
+            return _finish(grid, use_wandb)
+        grid.spec, grid.store = grown, open_store(grown, grid.url, **hb)
+
+
+def sweep_pool(
+    specs: list[tuple[ExperimentSpec, Path]],
+    *,
+    title: str,
+    storage: str | None = None,
+    workers: int = 1,
+    use_wandb: bool = True,
+    heartbeat_s: int = 10,
+    grace_s: int = 30,
+    launcher: Launcher | None = None,
+    retry_failed: bool = False,
+) -> list[tuple[dict[str, Any], Outcome]]:
+    """Several studies (a preset's experiments) with one set of workers that claim cells from any
+    of them, the most expensive study's first (``cell_cost``), so that the studies overlap and no
+    core waits for one study's tail; then each study's report. A cell's number is the same as in
+    its own sweep (it depends on its config and seed only). With an adaptive spec among them (its
+    rounds need their own workers), or one spec, each runs as ``sweep``, one after another."""
+    opts = {"storage": storage, "workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s}
+    opts |= {"grace_s": grace_s, "launcher": launcher, "retry_failed": retry_failed}
+    prepare_data([s for s, _ in specs])  # every study's data, before the first study runs
+    if len(specs) == 1 or any(s.adaptive is not None for s, _ in specs):  # rounds need their own workers
+        return [sweep(s, d, **opts) for s, d in specs]  # type: ignore[arg-type]
+    hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
+    grids = [_open(s, d, storage, workers, hb, retry_failed) for s, d in specs]
+    order = sorted(grids, key=lambda g: -cell_cost(g.spec))
+    opts = {"workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s, "grace_s": grace_s}
+    _run_round(order, storage, title=title, launcher=launcher, **opts)
+    return [_finish(g, use_wandb) for g in grids]
+
+
+def cell_cost(spec: ExperimentSpec) -> float:
+    """A cell's relative cost: steps x tokens per batch x (parameters per token, roughly)."""
+    cfg = spec.base
+    m = cfg.model
+    tokens = cfg.data.batch_size * (cfg.data.longest_input() + 1)
+    return cfg.trainer.max_steps * tokens * m.n_layers * (4 * m.d_model**2 + 2 * m.d_model * m.d_ff)
