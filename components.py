@@ -21,19 +21,18 @@ from typing import Any
 
 from ablate.lit_modules.model.registry import CONFIG_KEYS, KINDS, get, names, register
 
-_CONTRACTS = {
-    "PositionalEncoding": "ablate.lit_modules.model.positional",
-    "Attention": "ablate.lit_modules.model.attention",
-    "Norm": "ablate.lit_modules.model.norms",
-    "FFN": "ablate.lit_modules.model.ffn",
-    "KeyedDropout": "ablate.lit_modules.model.dropout",
-}
+_CONTRACTS = ("PositionalEncoding", "Attention", "Norm", "FFN", "KeyedDropout")
 __all__ = ["CONFIG_KEYS", "KINDS", "get", "names", "register", *_CONTRACTS]
 
 
 def __getattr__(name: str) -> Any:  # the contracts import torch: only when asked for
-    if name in _CONTRACTS:
-        import importlib
+    if name not in _CONTRACTS:
+        raise AttributeError(f"module 'ablate.components' has no attribute {name!r}")
+    from ablate.lit_modules.model.attention import Attention
+    from ablate.lit_modules.model.dropout import KeyedDropout
+    from ablate.lit_modules.model.ffn import FFN
+    from ablate.lit_modules.model.norms import Norm
+    from ablate.lit_modules.model.positional import PositionalEncoding
 
-        return getattr(importlib.import_module(_CONTRACTS[name]), name)
-    raise AttributeError(f"module 'ablate.components' has no attribute {name!r}")
+    contracts = {"PositionalEncoding": PositionalEncoding, "Attention": Attention, "Norm": Norm}
+    return {**contracts, "FFN": FFN, "KeyedDropout": KeyedDropout}[name]

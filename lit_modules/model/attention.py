@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ablate.errors import require
-from ablate.lit_modules.model.config import ModelConfig
 from ablate.lit_modules.model.dropout import KeyedDropout
+from ablate.lit_modules.model.kinds import register
 from ablate.lit_modules.model.positional import PositionalEncoding
-from ablate.lit_modules.model.registry import register
+
+if TYPE_CHECKING:
+    from ablate.lit_modules.model.config import ModelConfig
 
 
 class Attention(Protocol):

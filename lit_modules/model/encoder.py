@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
-from ablate.lit_modules.model.config import ModelConfig
 from ablate.lit_modules.model.dropout import KeyedDropout, number_sites
 from ablate.lit_modules.model.positional import PositionalEncoding
 from ablate.lit_modules.model.registry import get
+
+if TYPE_CHECKING:
+    from ablate.lit_modules.model.config import ModelConfig
 
 PAD_ID = 0
 

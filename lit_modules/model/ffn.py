@@ -7,13 +7,15 @@ each position on its own; ``key`` is the dropout key (lit_modules/model/dropout.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from torch import Tensor, nn
 
-from ablate.lit_modules.model.config import ModelConfig
 from ablate.lit_modules.model.dropout import KeyedDropout
-from ablate.lit_modules.model.registry import register
+from ablate.lit_modules.model.kinds import register
+
+if TYPE_CHECKING:
+    from ablate.lit_modules.model.config import ModelConfig
 
 # String-keyed activations, as in Hugging Face's ACT2FN. GELU is the exact (erf) form, like torch's.
 ACTIVATIONS: dict[str, type[nn.Module]] = {"gelu": nn.GELU, "relu": nn.ReLU, "silu": nn.SiLU}

@@ -7,12 +7,14 @@ layer (Pre-LN or Post-LN, lit_modules/model/encoder.py); ``model.norm_layer`` na
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from torch import Tensor, nn
 
-from ablate.lit_modules.model.config import ModelConfig
-from ablate.lit_modules.model.registry import register
+from ablate.lit_modules.model.kinds import register
+
+if TYPE_CHECKING:
+    from ablate.lit_modules.model.config import ModelConfig
 
 EPS = 1e-5  # both built-ins; torch.nn.TransformerEncoderLayer's LayerNorm default
 

@@ -37,13 +37,16 @@ the position of a real token.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
 from ablate.errors import require
-from ablate.lit_modules.model.config import ModelConfig
-from ablate.lit_modules.model.registry import register
+from ablate.lit_modules.model.kinds import register
+
+if TYPE_CHECKING:
+    from ablate.lit_modules.model.config import ModelConfig
 
 
 class PositionalEncoding(nn.Module):

@@ -18,76 +18,38 @@ your own component). A component may define:
   component active with such a field changed is an error (``model.alibi`` without ``pe: alibi``);
 - positional only: ``max_positions(cfg)`` (classmethod; None: any length) and ``order_free``.
 
-Components come from the built-in modules, from plugins a config or spec declares (imported by
-lit_modules/components/plugins.py in every process that builds a model), and from installed packages that
-declare the entry-point group ``ablate.components`` (loaded when a name is not found otherwise).
+Components come from the built-in modules (imported here before the first look-up), from
+plugins a config or spec declares (imported by lit_modules/components/plugins.py in every
+process that builds a model), and from installed packages that declare the entry-point group
+``ablate.components`` (loaded when a name is not found otherwise). ``register`` and the tables
+live in kinds.py, which the components import: this module imports them, never the reverse.
 """
 
 from __future__ import annotations
 
-import importlib
-import re
-from collections.abc import Callable
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ablate.errors import ConfigError
+from ablate.lit_modules.model.kinds import CONFIG_KEYS, KINDS, TABLES, register
 
 if TYPE_CHECKING:
     from ablate.lit_modules.model.config import ModelConfig
 
-KINDS = ("positional", "attention", "norm", "ffn")
-# The ModelConfig field that names each kind's component.
-CONFIG_KEYS = {"positional": "pe", "attention": "attention", "norm": "norm_layer", "ffn": "ffn"}
-BUILTIN_MODULES = (
-    "ablate.lit_modules.model.positional",
-    "ablate.lit_modules.model.attention",
-    "ablate.lit_modules.model.norms",
-    "ablate.lit_modules.model.ffn",
-)
+__all__ = ["CONFIG_KEYS", "KINDS", "active", "builtin_modules", "check_config", "get", "names", "register"]
 ENTRY_POINT_GROUP = "ablate.components"
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*")  # fullmatch
 
-_components: dict[str, dict[str, type]] = {kind: {} for kind in KINDS}
-_builtin: set[tuple[str, str]] = set()
-_state = {"builtins": False, "entry_points": False}
+_state: dict[str, Any] = {"builtins": None, "entry_points": False}
 _entry_points: list[metadata.EntryPoint] = []
-C = TypeVar("C", bound=type)
 
 
-def register(kind: str, name: str) -> Callable[[C], C]:
-    """Class decorator: ``cls`` is the ``kind`` component called ``name`` (lower case)."""
-    if kind not in KINDS:
-        raise ConfigError(f"components.register: unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
-    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise ConfigError(
-            f"components.register({kind!r}, {name!r}): a name is lower-case letters, digits, '_', '-', '.'"
-        )
+def builtin_modules() -> frozenset[str]:
+    """The modules of the built-in components, imported (and so registered) on first use."""
+    if _state["builtins"] is None:
+        from ablate.lit_modules.model import attention, ffn, norms, positional
 
-    def decorate(cls: C) -> C:
-        known = _components[kind].get(name)
-        if known is not None and _qualname(known) != _qualname(cls):
-            raise ConfigError(
-                f"the {kind} component {name!r} is registered twice: by {_qualname(known)} and by "
-                f"{_qualname(cls)}; give one of them another name"
-            )
-        _components[kind][name] = cls
-        if cls.__module__ in BUILTIN_MODULES:
-            _builtin.add((kind, name))
-        return cls
-
-    return decorate
-
-
-def _qualname(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _load_builtins() -> None:
-    if not _state["builtins"]:
-        _state["builtins"] = True
-        for module in BUILTIN_MODULES:
-            importlib.import_module(module)
+        _state["builtins"] = frozenset(m.__name__ for m in (positional, attention, norms, ffn))
+    return _state["builtins"]
 
 
 def load_entry_points() -> None:
@@ -112,18 +74,18 @@ def loaded_entry_points() -> list[metadata.EntryPoint]:
 
 def names(kind: str) -> list[str]:
     """The registered ``kind`` components: built-ins, plugins imported so far, installed ones."""
-    _load_builtins()
+    builtin_modules()
     load_entry_points()
-    return sorted(_components[kind])
+    return sorted(TABLES[kind])
 
 
 def get(kind: str, name: str) -> type:
     """The ``kind`` component called ``name``; a ConfigError listing the registered ones."""
-    _load_builtins()
-    if name not in _components[kind]:
+    builtin_modules()
+    if name not in TABLES[kind]:
         load_entry_points()
     try:
-        return _components[kind][name]
+        return TABLES[kind][name]
     except KeyError:
         raise ConfigError(
             f"model.{CONFIG_KEYS[kind]}={name!r} is not a registered {kind} component; registered: "
@@ -133,8 +95,10 @@ def get(kind: str, name: str) -> type:
 
 
 def is_builtin(kind: str, name: str) -> bool:
-    _load_builtins()
-    return (kind, name) in _builtin
+    """Whether the ``kind`` component ``name`` is one of the package's own."""
+    modules = builtin_modules()
+    cls = TABLES[kind].get(name)
+    return cls is not None and cls.__module__ in modules
 
 
 def active(cfg: ModelConfig) -> dict[str, type]:
@@ -151,7 +115,7 @@ def check_config(cfg: ModelConfig) -> None:
         if check is not None:
             check(cfg)
     for kind in KINDS:
-        for name, cls in _components[kind].items():
+        for name, cls in TABLES[kind].items():
             if cls is chosen[kind]:
                 continue
             for field, default in getattr(cls, "OPTIONS", {}).items():

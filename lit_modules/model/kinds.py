@@ -1,0 +1,49 @@
+"""The component kinds, their tables, and the one way in: ``register``.
+
+The built-ins (positional.py, attention.py, norms.py, ffn.py) and a user's components register
+here the same way; registry.py looks them up, after importing the built-ins. This module imports
+no component, so that every component can import it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+from ablate.errors import ConfigError
+
+KINDS = ("positional", "attention", "norm", "ffn")
+# The ModelConfig field that names each kind's component.
+CONFIG_KEYS = {"positional": "pe", "attention": "attention", "norm": "norm_layer", "ffn": "ffn"}
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*")  # fullmatch
+
+# kind -> name -> class: what is registered in this process so far.
+TABLES: dict[str, dict[str, type]] = {kind: {} for kind in KINDS}
+C = TypeVar("C", bound=type)
+
+
+def register(kind: str, name: str) -> Callable[[C], C]:
+    """Class decorator: ``cls`` is the ``kind`` component called ``name`` (lower case)."""
+    if kind not in KINDS:
+        raise ConfigError(f"components.register: unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise ConfigError(
+            f"components.register({kind!r}, {name!r}): a name is lower-case letters, digits, '_', '-', '.'"
+        )
+
+    def decorate(cls: C) -> C:
+        known = TABLES[kind].get(name)
+        if known is not None and qualname(known) != qualname(cls):
+            raise ConfigError(
+                f"the {kind} component {name!r} is registered twice: by {qualname(known)} and by "
+                f"{qualname(cls)}; give one of them another name"
+            )
+        TABLES[kind][name] = cls
+        return cls
+
+    return decorate
+
+
+def qualname(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
