@@ -101,7 +101,7 @@ def measure(url: str, spec: ExperimentSpec, workers: int, scratch: Path) -> dict
 def postgres(root: Path) -> Iterator[str | None]:
     """A throwaway server's URL, or None when PostgreSQL's binaries are not installed."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests/ folder
-    from tests.postgres import pg_bin, postgres_server
+    from tests.helpers.postgres import pg_bin, postgres_server
 
     if pg_bin("pg_ctl") is None:
         yield None

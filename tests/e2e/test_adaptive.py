@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_sweep, write_spec
+from tests.helpers.configs import write_spec
+from tests.helpers.sweeps import run_sweep
 
 
 @pytest.mark.multiprocess

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ablate_cmd, run_sweep, write_spec
+from tests.helpers.configs import write_spec
+from tests.helpers.paths import ablate_cmd
+from tests.helpers.sweeps import run_sweep
 
 
 @pytest.mark.multiprocess

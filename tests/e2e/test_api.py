@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ablate
-from tests.conftest import write_spec
+from tests.helpers.configs import write_spec
 
 pytestmark = [pytest.mark.multiprocess]
 

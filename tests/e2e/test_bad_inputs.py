@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ablate_cmd
-from tests.forked import Ran, assert_failed_cleanly, prepare
+from tests.helpers.forked import Ran, assert_failed_cleanly, prepare
+from tests.helpers.paths import ablate_cmd
 from tests.unit.cli.test_bad_inputs import CASES
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 RATIOS = ("encoder_vs_torch", "lightning_vs_raw", "seed_parallel_speedup", "cell_overhead")
 

@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, ablate_cmd, free_port, run_sweep, write_spec
+from tests.helpers.configs import write_spec
+from tests.helpers.paths import REPO, ablate_cmd, free_port
+from tests.helpers.sweeps import run_sweep
 
 # Every test starts `ablate dashboard` as a process; the run_dir fixture runs a sweep first.
 pytestmark = pytest.mark.multiprocess

@@ -24,7 +24,9 @@ from ablate.experiments.schema.config import TrainConfig
 from ablate.experiments.specs.spec import spec_from_resolved
 from ablate.sweeps.ledger.study_views import study_note, trial_config
 from ablate.sweeps.report.text import HEADER
-from tests.conftest import REPO, ablate_cmd, run_sweep, write_spec
+from tests.helpers.configs import write_spec
+from tests.helpers.paths import REPO, ablate_cmd
+from tests.helpers.sweeps import run_sweep
 from tests.unit.sweeps.ledger.test_dashboard_views import SCALARS
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, ablate_cmd
+from tests.helpers.paths import REPO, ablate_cmd
 
 
 @pytest.mark.multiprocess

@@ -14,8 +14,10 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tests.conftest import TINY_BASE, ablate_cmd, trials_by_cell, write_spec
-from tests.postgres import pg_bin, postgres_server
+from tests.helpers.configs import TINY_BASE, write_spec
+from tests.helpers.paths import ablate_cmd
+from tests.helpers.postgres import pg_bin, postgres_server
+from tests.helpers.sweeps import trials_by_cell
 
 # Each test runs real `ablate` processes.
 pytestmark = pytest.mark.multiprocess

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY_BASE, run_sweep, trials_by_cell, write_spec
-from tests.forked import run_forked
+from tests.helpers.configs import TINY_BASE, write_spec
+from tests.helpers.forked import run_forked
+from tests.helpers.sweeps import run_sweep, trials_by_cell
 
 BAD_CSV = "sentence,label\ngood,1\nbad,0\nfine,positive\n" + "".join(
     f"{w} film number {i},{i % 2}\n" for i, w in enumerate(["good", "bad"] * 20)

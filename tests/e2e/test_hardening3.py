@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import TINY_BASE, run_sweep, write_spec
+from tests.helpers.configs import TINY_BASE, write_spec
+from tests.helpers.sweeps import run_sweep
 
 ROWS = "".join(f"w{i} film number {i},{i % 2}\n" for i in range(60))
 

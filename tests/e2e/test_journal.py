@@ -24,8 +24,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ablate.sweeps.ledger.journal import HeartbeatJournalStorage
 from ablate.sweeps.ledger.storage import open_storage, study_lock
-from tests.conftest import TINY_BASE, ablate_cmd, write_spec
-from tests.forked import run_forked
+from tests.helpers.configs import TINY_BASE, write_spec
+from tests.helpers.forked import run_forked
+from tests.helpers.paths import ablate_cmd
 
 FORK = multiprocessing.get_context("fork")
 

@@ -16,8 +16,9 @@ import yaml
 from optuna.trial import TrialState
 
 from ablate.sweeps.ledger.storage import open_storage
-from tests.conftest import TINY_BASE, ablate_cmd, write_spec
 from tests.e2e.test_journal import journal_trials
+from tests.helpers.configs import TINY_BASE, write_spec
+from tests.helpers.paths import ablate_cmd
 
 
 @pytest.mark.multiprocess

@@ -17,7 +17,7 @@ import pytest
 from ablate.experiments.specs.spec import load_spec
 from docs._gen import readme_tables as rt
 from docs._gen import tuned_rows
-from tests.conftest import write_spec
+from tests.helpers.configs import write_spec
 
 
 @pytest.mark.multiprocess

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from ablate.experiments.schema.machine import available_isas, numerics_key, numerics_record
-from tests.conftest import ablate_cmd, run_sweep, write_spec
+from tests.helpers.configs import write_spec
+from tests.helpers.paths import ablate_cmd
+from tests.helpers.sweeps import run_sweep
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO, SST2, ablate_cmd
+from tests.helpers.paths import REPO, SST2, ablate_cmd
 from tests.unit.experiments.runner.test_one_number import TINY
 
 METRICS = ("val/acc", "val/loss", "test/acc", "test/f1", "test/loss")

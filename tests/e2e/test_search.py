@@ -22,7 +22,7 @@ from optuna.trial import TrialState
 
 from ablate.sweeps.ledger.storage import open_storage, sqlite_url
 from ablate.sweeps.ledger.study_views import trial_config
-from tests.conftest import ablate_cmd
+from tests.helpers.paths import ablate_cmd
 from tests.unit.sweeps.drivers.test_search import BASE, RAW, SEARCH
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ablate_cmd, write_spec
-from tests.postgres import pg_bin, postgres_server
+from tests.helpers.configs import write_spec
+from tests.helpers.paths import ablate_cmd
+from tests.helpers.postgres import pg_bin, postgres_server
 
 PASSWORD = "Zq8-secret-Pw-71"
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import TINY_BASE, run_sweep
+from tests.helpers.configs import TINY_BASE
+from tests.helpers.sweeps import run_sweep
 from tests.unit.sweeps.stats.test_seed_factors import VARIANTS
 
 

@@ -17,7 +17,8 @@ import yaml
 
 from ablate.experiments.runner.cells import run_trial
 from ablate.experiments.schema.config import TrainConfig
-from tests.conftest import TINY_BASE, ablate_cmd
+from tests.helpers.configs import TINY_BASE
+from tests.helpers.paths import ablate_cmd
 
 
 @pytest.mark.multiprocess

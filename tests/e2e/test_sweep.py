@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 from optuna.trial import TrialState
 
-from tests.conftest import TINY_BASE, ablate_cmd, run_sweep, trials_by_cell, write_spec
+from tests.helpers.configs import TINY_BASE, write_spec
+from tests.helpers.paths import ablate_cmd
+from tests.helpers.sweeps import run_sweep, trials_by_cell
 
 
 @pytest.mark.multiprocess

@@ -17,7 +17,7 @@ import yaml
 
 from ablate.experiments.runner.cells import run_trial
 from ablate.experiments.specs.loading import load_config
-from tests.conftest import REPO, SST2, ablate_cmd
+from tests.helpers.paths import REPO, ablate_cmd, sst2
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
@@ -66,7 +66,7 @@ def test_train_cli_on_sst2(tmp_path: Path, tiny_config: Path) -> None:
         tmp_path,
         str(tiny_config),
         "data.task=text",
-        f"data.source={SST2}",
+        f"data.source={sst2()}",
         "data.max_len=32",
         "trainer.max_steps=5",
     )

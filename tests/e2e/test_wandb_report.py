@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_sweep, write_spec
+from tests.helpers.configs import write_spec
+from tests.helpers.sweeps import run_sweep
 from tests.unit.sweeps.integrations.test_wandb_report import (
     column_key,
     matches,

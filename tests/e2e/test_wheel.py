@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, TINY_YAML
+from tests.helpers.configs import TINY_YAML
+from tests.helpers.paths import REPO
 
 pytestmark = [pytest.mark.multiprocess]
 

@@ -40,7 +40,7 @@ from ablate.experiments.schema.parsing import parse_overrides
 from ablate.experiments.specs.loading import load_config
 from ablate.experiments.specs.spec import NAME_RE, SPEC_KEYS, load_spec, spec_from_dict, spec_from_resolved
 from ablate.files import input_file, output_folder
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 # Hypothesis caches constants it reads from the sources under its home folder (./.hypothesis
 # by default): keep the checkout clean.

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY_YAML as TINY
-from tests.forked import Case, assert_failed_cleanly, prepare, run_forked
+from tests.helpers.configs import TINY_YAML as TINY
+from tests.helpers.forked import Case, assert_failed_cleanly, prepare, run_forked
 
 GOOD_ROWS = "".join(f"{w} film number {i},{i % 2}\n" for i, w in enumerate(["good", "bad"] * 20))
 TEXT = ["data.task=text", "data.source=data.csv"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ablate.cli.parser import main
-from tests.conftest import write_spec
+from tests.helpers.configs import write_spec
 
 
 def test_dry_run_prints_the_cells_and_writes_nothing(
@@ -69,7 +69,7 @@ def test_print_config_prints_the_resolved_experiment(
 def test_a_grid_that_cannot_run_is_refused_before_anything_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args, message
 ) -> None:
-    from tests.conftest import TINY_YAML
+    from tests.helpers.configs import TINY_YAML
 
     write_spec(tmp_path)
     (tmp_path / "base.yaml").write_text(TINY_YAML)
@@ -82,7 +82,7 @@ def test_a_grid_that_cannot_run_is_refused_before_anything_is_written(
 def test_train_refuses_a_comma_list_and_names_the_sweep(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.conftest import TINY_YAML
+    from tests.helpers.configs import TINY_YAML
 
     (tmp_path / "base.yaml").write_text(TINY_YAML)
     monkeypatch.chdir(tmp_path)

@@ -32,8 +32,9 @@ from ablate.sweeps.integrations.wandb_sweep import sweep_config
 from ablate.sweeps.ledger.cells import open_store
 from ablate.sweeps.ledger.identity import changed_keys
 from ablate.sweeps.ledger.storage import sqlite_url
-from tests.conftest import TINY_BASE, TINY_YAML, cell_row, write_spec
-from tests.forked import run_forked
+from tests.helpers.configs import TINY_BASE, TINY_YAML, write_spec
+from tests.helpers.forked import run_forked
+from tests.helpers.rows import cell_row
 
 # --- helpers that build folders ---------------------------------------------------------------
 

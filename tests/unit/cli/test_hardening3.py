@@ -22,8 +22,8 @@ from ablate.experiments.schema.parsing import check_size
 from ablate.experiments.specs.loading import read_yaml
 from ablate.files import atomic_dir
 from ablate.sweeps.ledger.storage import one_line
-from tests.conftest import TINY_BASE
-from tests.forked import run_forked
+from tests.helpers.configs import TINY_BASE
+from tests.helpers.forked import run_forked
 from tests.unit.cli.test_hardening import SPEC, SWEEP, Case, prepare_case, snapshot
 
 

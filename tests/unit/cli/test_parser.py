@@ -90,7 +90,7 @@ def test_hydra_and_lightningcli_habits_get_a_hint(
 def test_a_plus_key_is_refused_with_the_key_to_write(
     tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.conftest import TINY_YAML
+    from tests.helpers.configs import TINY_YAML
 
     (tmp_path / "base.yaml").write_text(TINY_YAML)
     monkeypatch.chdir(tmp_path)

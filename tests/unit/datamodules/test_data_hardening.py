@@ -14,7 +14,7 @@ import pytest
 from ablate.datamodules import ClassificationDataModule, DataError, sources
 from ablate.datamodules.config import DataConfig
 from ablate.datamodules.datamodule import cache_key
-from tests.forked import Case, assert_failed_cleanly, prepare, run_forked
+from tests.helpers.forked import Case, assert_failed_cleanly, prepare, run_forked
 
 ROWS = "".join(f"w{i} film number {i},{i % 2}\n" for i in range(40))
 CSV = "sentence,label\n" + ROWS

@@ -17,7 +17,7 @@ from ablate.experiments.specs.loading import load_config
 from ablate.experiments.specs.presets import PRESETS, load_preset
 from ablate.experiments.specs.spec import load_spec
 from docs._gen import reference
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 DOCS = REPO / "docs"
 MARKERS = {

@@ -19,10 +19,8 @@ from ablate.sweeps.stats.inference import signed_rank
 from ablate.sweeps.stats.rows import VARIANT_KEYS, CellRow
 from ablate.sweeps.stats.summary import summarize
 from docs._gen import readme_tables as rt
-from tests.conftest import (
-    REPO,  # noqa: E402
-    cell_row,
-)
+from tests.helpers.paths import REPO
+from tests.helpers.rows import cell_row
 
 
 def one(

@@ -20,7 +20,7 @@ from ablate.experiments.specs.spec import spec_from_dict
 from ablate.lit_modules.model.dropout import keep_mask
 from ablate.lit_modules.systems.classifier import LitClassifier
 from ablate.lit_modules.systems.seed_parallel import LitSeedParallel
-from tests.conftest import COUPLING_BASE, TINY_BASE
+from tests.helpers.configs import COUPLING_BASE, TINY_BASE
 
 CFG = TrainConfig.from_dict(COUPLING_BASE).override({"trainer.max_steps": 12, "trainer.val_every": 6})
 

@@ -8,7 +8,7 @@ import pytest
 from ablate.errors import ConfigError
 from ablate.experiments.schema.config import SeedStreams, TrainConfig, without_later_defaults
 from ablate.experiments.specs.spec import spec_from_dict
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 VARIANTS = {"baseline": {}, "no_pe": {"model.pe": "none"}}
 # Identities of these specs before trainer.numerics_levels existed: a study made then must resume.

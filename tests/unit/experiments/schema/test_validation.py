@@ -22,8 +22,9 @@ from ablate.experiments.schema.seeds import MAX_SEEDS
 from ablate.experiments.specs.loading import load_config, read_yaml
 from ablate.experiments.specs.spec import load_spec, spec_from_dict
 from ablate.lit_modules.model.config import ModelConfig, OptimConfig
-from tests.conftest import REPO, TINY_BASE, TINY_YAML
-from tests.forked import run_forked
+from tests.helpers.configs import TINY_BASE, TINY_YAML
+from tests.helpers.forked import run_forked
+from tests.helpers.paths import REPO
 
 CONFIG_CLASSES = [ModelConfig, OptimConfig, DataConfig, TrainerConfig, TrainConfig]
 VARIANTS = {"baseline": {}, "no_pe": {"model.pe": "none"}}

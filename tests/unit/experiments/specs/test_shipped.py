@@ -12,7 +12,7 @@ from ablate.cli.parser import main
 from ablate.experiments.specs.loading import load_config
 from ablate.experiments.specs.shipped import CONFIGS, resolve, shipped
 from ablate.experiments.specs.spec import load_spec
-from tests.conftest import TINY_YAML
+from tests.helpers.configs import TINY_YAML
 
 
 def test_every_shipped_file_is_listed_with_its_kind(capsys: pytest.CaptureFixture[str]) -> None:

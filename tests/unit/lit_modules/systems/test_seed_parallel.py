@@ -22,7 +22,7 @@ from ablate.lit_modules.systems.seed_parallel import (
     member_metrics,
     stack_batches,
 )
-from tests.conftest import COUPLING_BASE
+from tests.helpers.configs import COUPLING_BASE
 
 CFG = TrainConfig.from_dict(COUPLING_BASE).override({"trainer.seed_parallel": 3})
 SINGLE = CFG.override({"trainer.seed_parallel": 1})

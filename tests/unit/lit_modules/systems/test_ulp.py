@@ -12,7 +12,7 @@ from ablate.experiments.schema.config import TrainConfig
 from ablate.lit_modules.model.encoder import EncoderClassifier
 from ablate.lit_modules.systems.seed_parallel import StackedEncoder
 from ablate.lit_modules.systems.ulp import perturb_ulp
-from tests.conftest import COUPLING_BASE
+from tests.helpers.configs import COUPLING_BASE
 
 MODEL = TrainConfig.from_dict(COUPLING_BASE).model
 SIZES = {"vocab_size": 40, "n_classes": 3}

@@ -12,7 +12,8 @@ import pytest
 from ablate.errors import ConfigError
 from ablate.experiments.specs.spec import spec_from_dict, spec_from_resolved
 from ablate.sweeps.drivers.adaptive import decide, grow, look
-from tests.conftest import TINY_BASE, cell_rows
+from tests.helpers.configs import TINY_BASE
+from tests.helpers.rows import cell_rows
 
 VARIANTS = {"baseline": {}, "no_pe": {"model.pe": "none"}, "one_head": {"model.n_heads": 1}}
 

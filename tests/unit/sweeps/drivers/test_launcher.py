@@ -9,8 +9,8 @@ import pytest
 
 from ablate.errors import ConfigError
 from ablate.sweeps.drivers.launcher import check_launcher, parse_slurm
-from tests.conftest import write_spec
-from tests.forked import run_forked
+from tests.helpers.configs import write_spec
+from tests.helpers.forked import run_forked
 
 
 def test_parse_slurm_takes_submitit_keys() -> None:

@@ -19,7 +19,8 @@ from ablate.sweeps.drivers import lr_check
 from ablate.sweeps.stats.exact import mwu_exact
 from ablate.sweeps.stats.rows import CellRow
 from docs._gen import tuned_rows
-from tests.conftest import TINY_BASE, cell_row, write_spec
+from tests.helpers.configs import TINY_BASE, write_spec
+from tests.helpers.rows import cell_row
 
 # ---- lr_check: names, learning rates, refusals ---------------------------------------------------
 

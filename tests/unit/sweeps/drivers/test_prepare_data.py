@@ -12,7 +12,7 @@ from ablate.datamodules.datamodule import ClassificationDataModule
 from ablate.errors import ConfigError
 from ablate.experiments.specs.spec import spec_from_dict
 from ablate.sweeps.drivers.grid import prepare_data, sweep
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 
 def text_spec(tmp_path: Path, column: str) -> object:

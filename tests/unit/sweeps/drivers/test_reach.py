@@ -12,7 +12,8 @@ from ablate.experiments.schema.seeds import default_seed_count
 from ablate.experiments.specs.spec import load_spec, spec_from_dict
 from ablate.sweeps.drivers.grid import reach_warning
 from ablate.sweeps.stats.inference import min_p, seeds_to_reject
-from tests.conftest import REPO, TINY_BASE
+from tests.helpers.configs import TINY_BASE
+from tests.helpers.paths import REPO
 
 
 def spec(k: int, seeds: object | None = None, **variants: dict) -> object:

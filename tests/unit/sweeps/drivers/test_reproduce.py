@@ -10,7 +10,7 @@ import yaml
 
 from ablate import cli
 from ablate.experiments.specs import presets
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 
 def tiny_preset(root: Path, *, second_base: dict | None = None) -> Path:

@@ -14,7 +14,7 @@ from ablate.errors import ConfigError
 from ablate.experiments.specs.spec import spec_from_dict, spec_from_resolved
 from ablate.sweeps.drivers.search import tuned_spec
 from ablate.sweeps.ledger.search_store import distributions
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 SEARCH = {
     "space": {

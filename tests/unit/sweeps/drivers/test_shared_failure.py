@@ -20,7 +20,7 @@ from ablate.sweeps.drivers.outcome import (
 from ablate.sweeps.drivers.worker import Study, claim_group
 from ablate.sweeps.ledger.cells import CellStore, open_store
 from ablate.sweeps.ledger.storage import sqlite_url
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 NORM = "RuntimeError: this norm always fails"
 

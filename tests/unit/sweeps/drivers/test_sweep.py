@@ -7,7 +7,7 @@ import pytest
 
 from ablate.errors import ConfigError
 from ablate.experiments.specs.spec import spec_from_dict
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 
 @pytest.mark.parametrize(

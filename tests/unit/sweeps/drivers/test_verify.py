@@ -15,7 +15,7 @@ from ablate.experiments.schema.machine import NOT_RECORDED, numerics_key, numeri
 from ablate.experiments.specs.spec import spec_from_dict
 from ablate.files import write_json
 from ablate.sweeps.drivers import verify as vf
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from ablate.sweeps.integrations.dashboard import STATE_PATH, ReviewPage, make_ap
 from ablate.sweeps.ledger.cells import CellStore, open_store
 from ablate.sweeps.ledger.storage import sqlite_url
 from ablate.sweeps.ledger.study_views import result_attrs, set_attrs
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 VALUES = {("baseline", 0): 0.9, ("baseline", 1): 0.95, ("no_pe", 0): 0.5, ("no_pe", 1): 0.55}
 

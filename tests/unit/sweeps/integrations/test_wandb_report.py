@@ -22,7 +22,7 @@ from ablate.files import write_json
 from ablate.sweeps.integrations import wandb_glue
 from ablate.sweeps.integrations import wandb_report as wrep
 from ablate.sweeps.integrations import wandb_workspace as wws
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 # baseline vs two variants, one of them deeper (its heatmaps have a third layer), an extra metric.
 RAW_SPEC = {

@@ -16,7 +16,7 @@ from wandb.sdk.launch.sweeps.utils import create_sweep_command_args
 from ablate.cli.parser import main
 from ablate.experiments.specs.spec import cell_from_args, load_spec
 from ablate.sweeps.integrations.wandb_sweep import sweep_config
-from tests.conftest import TINY_YAML
+from tests.helpers.configs import TINY_YAML
 
 SEARCH = {
     "space": {

@@ -24,7 +24,7 @@ from ablate.sweeps.ledger.study_views import (
     trial_metrics,
     upload_config_of,
 )
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 SCALARS = (str, int, float, bool, type(None))
 

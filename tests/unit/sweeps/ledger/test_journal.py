@@ -13,8 +13,8 @@ from optuna.trial import TrialState
 
 from ablate.sweeps.ledger.journal import HEARTBEAT_ATTR, HeartbeatJournalStorage
 from ablate.sweeps.ledger.storage import open_storage
-from tests.conftest import write_spec
-from tests.forked import run_forked
+from tests.helpers.configs import write_spec
+from tests.helpers.forked import run_forked
 
 
 def test_heartbeat_goes_stale_without_beats(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from ablate.sweeps.report.compare import attention_changes, compare_runs
 from ablate.sweeps.report.files import figure_png, plot_metric, write_report
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import summarize
-from tests.conftest import cell_row
+from tests.helpers.rows import cell_row
 
 VARIANTS = ["baseline", "no_pe"]
 

@@ -20,7 +20,7 @@ from ablate.sweeps.ledger.study_views import result_attrs, set_attrs
 from ablate.sweeps.report.build import report
 from ablate.sweeps.report.provenance import versions
 from ablate.sweeps.stats.rows import CELL_COLUMNS, INTERVAL_KEYS, VARIANT_KEYS, CellRow
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 VALUES = {"baseline": [0.9, 0.92, 0.95], "no_pe": [0.5, 0.52, 0.49]}
 

@@ -21,7 +21,8 @@ from ablate.sweeps.report.text import (
 )
 from ablate.sweeps.stats.power import fit, seeds_to_detect
 from ablate.sweeps.stats.summary import summarize
-from tests.conftest import TINY_BASE, cell_rows
+from tests.helpers.configs import TINY_BASE
+from tests.helpers.rows import cell_rows
 
 WHERE = "baseline on tiny (test/acc)"
 

@@ -33,7 +33,7 @@ from ablate.sweeps.stats.inference import (
     trimmed_mean_ci,
 )
 from ablate.sweeps.stats.summary import summarize
-from tests.conftest import cell_rows
+from tests.helpers.rows import cell_rows
 
 # Hypothesis caches constants it reads from the sources under its home folder: keep the
 # checkout clean (as tests/property/test_fuzz.py).

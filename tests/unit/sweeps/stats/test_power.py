@@ -21,7 +21,8 @@ from ablate.sweeps.report.power_table import pilots
 from ablate.sweeps.stats.inference import mann_whitney, seeds_to_reject, signed_rank
 from ablate.sweeps.stats.power import DRAWS, Pilot, answer, fit, needed, power
 from ablate.sweeps.stats.rows import CellRow
-from tests.conftest import TINY_BASE, cell_rows
+from tests.helpers.configs import TINY_BASE
+from tests.helpers.rows import cell_rows
 
 
 def spec(variants: dict) -> object:

@@ -14,7 +14,7 @@ from ablate.experiments.schema.config import TrainConfig
 from ablate.experiments.specs.spec import spec_from_dict
 from ablate.lit_modules.systems.seed_parallel import LitSeedParallel
 from ablate.sweeps.stats.summary import variance_components
-from tests.conftest import TINY_BASE
+from tests.helpers.configs import TINY_BASE
 
 VARIANTS = {"baseline": {}, "no_pe": {"model.pe": "none"}}
 

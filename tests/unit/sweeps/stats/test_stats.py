@@ -12,7 +12,7 @@ from ablate.sweeps.stats.exact import holm
 from ablate.sweeps.stats.inference import seeds_to_reject
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import VARIANT_KEYS, summarize, variant_stats
-from tests.conftest import cell_row
+from tests.helpers.rows import cell_row
 
 BASE = [0.9, 0.92, 0.95, 0.97, 0.99]
 LOW = [0.5, 0.52, 0.49, 0.51, 0.48]

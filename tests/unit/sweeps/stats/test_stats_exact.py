@@ -26,7 +26,7 @@ from ablate.sweeps.stats.exact import holm, mwu_exact
 from ablate.sweeps.stats.inference import seeds_to_reject
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import iqm, summarize, variant_stats
-from tests.conftest import cell_row
+from tests.helpers.rows import cell_row
 
 # ---- brute force, written plainly ---------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from lightning.pytorch.loggers import CSVLogger  # noqa: F401
 
 import ablate.experiments.runner.cells  # noqa: F401
 from ablate import cli
-from tests.conftest import TINY_YAML as TINY
+from tests.helpers.configs import TINY_YAML as TINY
 
 
 @dataclass

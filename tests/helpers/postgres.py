@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.conftest import free_port
+from tests.helpers.paths import free_port
 
 
 def pg_bin(name: str) -> str | None:
