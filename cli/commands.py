@@ -406,7 +406,7 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
 
 
 def cmd_wandb_report(args: argparse.Namespace) -> int:
-    from ablate.sweeps.integrations.wandb_report import create_from_spec, write_review
+    from ablate.sweeps.integrations.wandb_review import create_from_spec, write_review
 
     run_dir = Path(args.run_dir)
     if args.from_spec:

@@ -17,7 +17,8 @@ after ``wandb sync``, ``ablate wandb-report RUN_DIR --from-spec`` creates it fro
 
 The command also builds the project **workspace** of the sweep (wandb_workspace.py: the cells
 grouped by variant, a parallel-coordinates plot over the swept keys, the runs table), written
-to ``RUN_DIR/wandb-workspace.json`` and saved alongside the report, online or ``--from-spec``.
+to ``RUN_DIR/wandb-workspace.json`` and saved alongside the report, online or ``--from-spec``
+(wandb_review.py writes and saves both).
 
 Runs tables cannot aggregate by median; line and bar plots can, which is why the medians are
 charts here (the report's statistics are medians, and a mean line would disagree with them).
@@ -28,11 +29,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ablate.errors import ConfigError
 from ablate.experiments.specs.spec import ExperimentSpec
-from ablate.files import write_json
 from ablate.sweeps.integrations import wandb_glue
 
 if TYPE_CHECKING:
@@ -295,50 +295,3 @@ def save(report: wr.Report) -> str:
         report.entity = default_entity()
     report.save()
     return report.url
-
-
-class Review(NamedTuple):
-    """What ``write_review`` wrote (the report's and the workspace's specs) and, online, their URLs."""
-
-    report: Path
-    workspace: Path
-    urls: tuple[str, str] | None
-
-
-def create_from_spec(run_dir: Path) -> tuple[str, str]:
-    """Create the report and save the workspace from the specs ``write_review`` wrote offline
-    (after ``wandb sync``); their URLs. Both specs are read before anything is saved."""
-    from ablate.sweeps.integrations import wandb_workspace
-
-    report = read_report_spec(run_dir)
-    workspace = wandb_workspace.workspace_from_spec(
-        read_spec_file(run_dir, WORKSPACE_FILE), run_dir / WORKSPACE_FILE
-    )
-    if not online():
-        raise ConfigError(
-            f"W&B is {wandb_glue.wandb_mode()}: a report and a workspace can only be created online; "
-            f"`wandb login` (or set WANDB_API_KEY and unset WANDB_MODE), `wandb sync "
-            f"{run_dir}/wandb/offline-run-*`, then rerun `ablate wandb-report {run_dir} --from-spec`"
-        )
-    return save(report), wandb_workspace.save(workspace)
-
-
-def write_review(run_dir: Path) -> Review:
-    """Build the review report and the workspace of a sweep run folder and write their specs
-    (RUN_DIR/wandb-report.json, RUN_DIR/wandb-workspace.json); online, also save both."""
-    from ablate.sweeps.integrations import wandb_workspace
-    from ablate.sweeps.ledger.run_folder import read_run_spec  # imports optuna: only in this command
-
-    spec = read_run_spec(run_dir)
-    summary = read_stats(run_dir)
-    entity = default_entity() if online() else ""
-    project = wandb_glue.project(spec)
-    report = build_report(spec, summary, entity=entity, project=project)
-    workspace = wandb_workspace.build_workspace(spec, entity=entity, project=project)
-    paths = Review(run_dir / REPORT_FILE, run_dir / WORKSPACE_FILE, None)
-    # Both specs first: a failed upload still leaves them.
-    write_json(paths.report, report_spec(report))
-    write_json(paths.workspace, wandb_workspace.workspace_spec(workspace))
-    if not online():
-        return paths
-    return paths._replace(urls=(save(report), wandb_workspace.save(workspace)))
