@@ -28,7 +28,8 @@ class StepProgressBar(TQDMProgressBar):
     ) -> None:
         bar = self.train_progress_bar
         step = trainer.global_step
-        if bar is not None and self._should_update(step, bar.total):
+        # Lightning's own rule (TQDMProgressBar._should_update), spelled with its public properties.
+        if bar is not None and self.is_enabled and (step % self.refresh_rate == 0 or step == bar.total):
             bar.n = step
             bar.set_postfix(self.get_metrics(trainer, pl_module), refresh=False)
             bar.refresh()

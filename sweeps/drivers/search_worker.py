@@ -41,6 +41,7 @@ class ValidationPruning(PyTorchLightningPruningCallback):
 
     def __init__(self, trial: optuna.Trial, monitor: str, val_every: int) -> None:
         super().__init__(trial, monitor)
+        self.trial = trial  # the upstream callback keeps it only as the private ``_trial``
         self.val_every = val_every
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
@@ -54,8 +55,8 @@ class ValidationPruning(PyTorchLightningPruningCallback):
         if score is None:
             raise ConfigError(f"search.metric {self.monitor!r} is not logged during validation")
         step = max(1, trainer.global_step // self.val_every)
-        self._trial.report(float(score), step=step)
-        if self._trial.should_prune():
+        self.trial.report(float(score), step=step)
+        if self.trial.should_prune():
             raise optuna.TrialPruned(f"pruned after validation {step} ({self.monitor}={float(score):.4f})")
 
 
