@@ -4,11 +4,14 @@ options in their ranges), and the exit line of commands that run cells."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from ablate.errors import ConfigError, Range
-from ablate.sweeps.drivers.outcome import Outcome, final_line
+
+if TYPE_CHECKING:  # the drivers' outcome imports optuna: loaded by print_outcome, once cells ran
+    from ablate.sweeps.drivers.outcome import Outcome
 
 # Every numeric option of every subcommand (argparse dest -> valid interval).
 OPTION_RANGES: dict[str, Range] = {
@@ -46,6 +49,8 @@ def check_options(args: argparse.Namespace) -> None:
 
 def print_outcome(console: Console, outcomes: list[tuple[str, Outcome]]) -> int:
     """Print the first error of a failed cell and, last, the counts with the exit code; return it."""
+    from ablate.sweeps.drivers.outcome import final_line
+
     for name, o in outcomes:
         prefix = f"{name}: " if name else ""
         if o.first_error:

@@ -31,6 +31,7 @@ from ablate.errors import ConfigError
 if TYPE_CHECKING:
     from ablate.experiments.specs.spec import ExperimentSpec
     from ablate.sweeps.drivers.launcher import Launcher
+    from ablate.sweeps.drivers.options import RunOptions
     from ablate.sweeps.drivers.outcome import Outcome
 
 
@@ -59,7 +60,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.print_config:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
         return 0
-    pin_process(cfg.trainer.cpu_isa)
+    pin_process(cfg.trainer.cpu_isa, args.argv)
     from ablate.experiments.runner.train import default_out, train
 
     out = Path(args.out) if args.out else default_out(cfg)
@@ -82,7 +83,8 @@ def _train_spec_cell(args: argparse.Namespace) -> tuple[Path, Any] | None:
         raise ConfigError(f"give a train CONFIG ({args.config}) or --spec {args.spec}, not both")
     cell_args = [args.config, *args.overrides] if args.config else args.overrides
     if args.print_config:
-        from ablate.experiments.specs.spec import cell_from_args, load_spec
+        from ablate.experiments.specs.spec import cell_from_args
+        from ablate.experiments.specs.spec_file import load_spec
 
         _, _, cfg = cell_from_args(load_spec(spec_file(args.spec), profile=args.profile), cell_args)
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
@@ -110,24 +112,30 @@ def run_grid(spec: ExperimentSpec, run_dir: Path, args: argparse.Namespace) -> O
 
     from ablate.sweeps.drivers.grid import sweep
 
-    launcher = _launcher(args, run_dir)
+    options = run_options(args, run_dir)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     console.print(
         f"[bold]{spec.name}[/]: {len(spec.variants)} variants x {len(spec.seeds)} seeds -> {escape(str(run_dir))}"
     )
-    summary, outcome = sweep(
-        spec,
-        run_dir,
-        storage=args.storage,
+    summary, outcome = sweep(spec, run_dir, options)
+    print_summary(summary, run_dir)
+    return outcome
+
+
+def run_options(args: argparse.Namespace, run_dir: Path) -> RunOptions:
+    """The command line's run options (cli/parser.py ``_sweep_options``, ``_launcher_options``),
+    the launcher checked before anything is written."""
+    from ablate.sweeps.drivers.options import RunOptions
+
+    return RunOptions(
         workers=args.workers,
+        storage=args.storage,
         use_wandb=not args.no_wandb,
         heartbeat_s=args.heartbeat,
         grace_s=args.grace,
-        launcher=launcher,
         retry_failed=getattr(args, "retry_failed", False),
+        launcher=_launcher(args, run_dir),
     )
-    print_summary(summary, run_dir)
-    return outcome
 
 
 def _launcher(args: argparse.Namespace, run_dir: Path) -> Launcher:
@@ -189,7 +197,7 @@ def cmd_lr_check(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from ablate.experiments.specs.spec import load_spec
+    from ablate.experiments.specs.spec_file import load_spec
 
     spec = load_spec(spec_file(args.spec), args.overrides, profile=args.profile)
     from ablate.sweeps.drivers.search import check_search
@@ -212,21 +220,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     from ablate.sweeps.drivers.search import search, tuned_spec
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    launcher = _launcher(args, run_dir)
+    options = run_options(args, run_dir)
     console.print(
         f"[bold]{spec.name}[/]: search {len(variants)} variants x {trials} trials -> {escape(str(run_dir))}"
     )
-    summary = search(
-        spec,
-        run_dir,
-        variants=variants,
-        trials=trials,
-        storage=args.storage,
-        workers=args.workers,
-        heartbeat_s=args.heartbeat,
-        grace_s=args.grace,
-        launcher=launcher,
-    )
+    summary = search(spec, run_dir, options, variants=variants, trials=trials)
     print_search(summary, run_dir)
     outcomes = [("search" if args.then_evaluate else "", search_outcome(summary))]
     if args.then_evaluate:
@@ -282,9 +280,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def pin_process(cpu_isa: str) -> None:
-    """Restart this command with a pinned CPU ISA's environment when it was started without it:
-    ATen, oneDNN and MKL read those variables only when torch loads (experiments/schema/machine.py)."""
+def pin_process(cpu_isa: str, argv: list[str]) -> None:
+    """Restart this command (``ablate ARGV``, as ``main`` was given it) with a pinned CPU ISA's
+    environment when it was started without it: ATen, oneDNN and MKL read those variables only
+    when torch loads (experiments/schema/machine.py)."""
     from ablate.experiments.schema.machine import check_isa, isa_env
 
     want = isa_env(cpu_isa)
@@ -292,13 +291,13 @@ def pin_process(cpu_isa: str) -> None:
         return  # native, or started pinned (the cell checks that the pin took: require_pinned)
     check_isa(cpu_isa)
     console.print(f"restarting with {' '.join(f'{k}={v}' for k, v in want.items())} (cpu_isa={cpu_isa})")
-    os.execve(sys.executable, [sys.executable, "-m", "ablate", *sys.argv[1:]], {**os.environ, **want})
+    os.execve(sys.executable, [sys.executable, "-m", "ablate", *argv], {**os.environ, **want})
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from ablate.sweeps.drivers.verify import exit_code, format_checks, locate, read_spec, verify
 
-    pin_process(read_spec(locate(args.path)[0]).base.trainer.cpu_isa)  # rerun as the cells ran
+    pin_process(read_spec(locate(args.path)[0]).base.trainer.cpu_isa, args.argv)  # rerun as the cells ran
     checks = verify(args.path, cells=args.cells, seed=args.seed, progress=show_progress(args))
     for line in format_checks(checks):
         out_console.print(line, markup=False)
@@ -377,20 +376,10 @@ def _run_preset(name: str, specs: list[ExperimentSpec], out: Path, args: argpars
     from ablate.sweeps.drivers.grid import sweep_pool
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    launcher = _launcher(args, out / specs[0].name)
+    options = run_options(args, out / specs[0].name)
     cells = sum(len(s.cells()) for s in specs)
     console.print(f"[bold]{name}[/]: {len(specs)} experiments, {cells} cells -> {escape(str(out))}")
-    results = sweep_pool(
-        [(s, out / s.name) for s in specs],
-        title=name,
-        storage=args.storage,
-        workers=args.workers,
-        use_wandb=not args.no_wandb,
-        heartbeat_s=args.heartbeat,
-        grace_s=args.grace,
-        launcher=launcher,
-        retry_failed=args.retry_failed,
-    )
+    results = sweep_pool([(s, out / s.name) for s in specs], title=name, options=options)
     for spec, (summary, _) in zip(specs, results, strict=True):
         print_summary(summary, out / spec.name)
     return [outcome for _, outcome in results]

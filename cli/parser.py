@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from ablate.cli.checks import check_options
 from ablate.cli.commands import (
@@ -30,81 +31,15 @@ from ablate.cli.commands import (
     cmd_wandb_report,
     cmd_wandb_sweep,
 )
+from ablate.cli.options import launcher_options, plan_options, profile_option, storage_option, sweep_options
 from ablate.cli.tables import console
 from ablate.errors import ConfigError
-from ablate.lit_modules.model.registry import KINDS
-from ablate.sweeps.drivers.lr_check import DEFAULT_FACTORS
-from ablate.sweeps.integrations.wandb_report import REPORT_FILE, WORKSPACE_FILE
-from ablate.sweeps.ledger.secrets import STORAGE_ENV, shown
+from ablate.lit_modules.model.kinds import KINDS
+from ablate.sweeps.drivers.defaults import DEFAULT_FACTORS
+from ablate.sweeps.integrations.review_files import REPORT_FILE, WORKSPACE_FILE
+from ablate.sweeps.ledger.secrets import STORAGE_ENV
 
 EXIT_USAGE = 2
-
-
-def _sweep_options(p: argparse.ArgumentParser, default_workers: int | None = 1) -> None:
-    p.add_argument("overrides", nargs="*", help="dotted overrides applied to every variant's base")
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=default_workers,
-        help=f"worker processes on this machine (default {default_workers or 'one per GPU or CPU core'})",
-    )
-    p.add_argument(
-        "--storage",
-        default=os.environ.get(STORAGE_ENV),
-        help="Optuna storage: a database URL, or journal:PATH (one file on a shared file system, "
-        f"no server); default ${STORAGE_ENV} if set (keeps a password off the command line), "
-        "else sqlite in the run folder",
-    )
-    p.add_argument(
-        "--runs",
-        metavar="DIR",
-        default="runs",
-        help="the folder run folders go in: DIR/<experiment>/ (default runs)",
-    )
-    p.add_argument("--out", dest="misplaced_out", help=argparse.SUPPRESS)
-    p.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
-    p.add_argument("--heartbeat", type=int, default=10, help="seconds between worker heartbeats (default 10)")
-    p.add_argument(
-        "--grace",
-        type=int,
-        default=30,
-        help="seconds without a heartbeat before a cell is rerun (default 30)",
-    )
-    p.add_argument(
-        "--retry-failed",
-        action="store_true",
-        help="run again the cells that failed for good (after their error repeated), once the cause is fixed",
-    )
-
-
-def _plan_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the cells it would run and each variant's overrides; run and write nothing",
-    )
-    p.add_argument(
-        "--print-config",
-        action="store_true",
-        help="print the resolved experiment (YAML: base config, variants, seeds) and exit; "
-        "run and write nothing",
-    )
-
-
-def _launcher_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--launcher",
-        choices=["processes", "local", "slurm"],
-        default="processes",
-        help="where the --workers workers run: processes on this machine (default), a SLURM job "
-        "array through submitit (slurm), or submitit's local executor (local)",
-    )
-    p.add_argument(
-        "--slurm",
-        metavar="KEY=VALUE,...",
-        help="with --launcher slurm: submitit's job parameters, e.g. "
-        "partition=gpu,gpus_per_node=1,timeout_min=120,array_parallelism=8",
-    )
 
 
 def _version() -> str:
@@ -116,18 +51,23 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _VersionOnRequest(argparse._VersionAction):
+    """``--version``, looked up when asked: importlib.metadata would cost every start ~0.05 s."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        self.version = f"ablate {_version()}"
+        super().__call__(parser, *args, **kwargs)
+
+
 DESCRIPTION = """Ablations of transformer encoder classifiers: every variant x seed of an experiment
 as a cell of an Optuna study, reported as medians over seeds with one exact test per comparison.
 Start with `ablate configs` (what ships), `ablate train order` (one run) or `ablate sweep order
 model.pe=sinusoidal,none --dry-run` (a grid). `ablate COMMAND -h` explains a command."""
 
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ablate", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--version", action="version", version=f"ablate {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+def _add_train(sub: Subcommands) -> None:
     train = sub.add_parser("train", help="train and evaluate one configuration")
     train.add_argument(
         "config", nargs="?", help="train config YAML (sections model, data, optim, trainer, seed)"
@@ -149,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="train one cell of an experiment instead of CONFIG: variant=NAME [seed=N] "
         "(what wandb agent runs; default --out runs/<name>/wandb-sweep/<variant>-s<seed>-<time>)",
     )
-    train.add_argument("--profile", help="with --spec: apply the spec's named profile to the base")
+    profile_option(train, "with --spec: apply the spec's named profile to the base")
     train.add_argument(
         "--print-config",
         action="store_true",
@@ -157,13 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.set_defaults(func=cmd_train)
 
+
+def _add_wandb_sweep(sub: Subcommands) -> None:
     ws = sub.add_parser("wandb-sweep", help="print a W&B sweep configuration (YAML) for an experiment")
     ws.add_argument("spec", help="experiment spec YAML")
     ws.add_argument("overrides", nargs="*", help="dotted overrides applied to every variant's base")
     ws.add_argument("--method", choices=["grid", "random", "bayes"], default="grid", help="default grid")
-    ws.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    profile_option(ws)
     ws.set_defaults(func=cmd_wandb_sweep)
 
+
+def _add_sweep(sub: Subcommands) -> None:
     sw = sub.add_parser(
         "sweep",
         help="run every variant x seed of an experiment, then report",
@@ -176,18 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="experiment spec YAML (name, base, variants, seeds, ...), a train config YAML with "
         "comma-listed overrides, or the name of a shipped one (ablate configs)",
     )
-    sw.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    profile_option(sw)
     sw.add_argument(
         "--seeds",
         type=int,
         help="run seeds 0..N-1 (default: the spec's seeds; for a quick grid, the fewest at which "
         "the paired test can reach p Holm <= 0.05)",
     )
-    _plan_options(sw)
-    _sweep_options(sw)
-    _launcher_options(sw)
+    plan_options(sw)
+    sweep_options(sw)
+    launcher_options(sw)
     sw.set_defaults(func=cmd_sweep)
 
+
+def _add_search(sub: Subcommands) -> None:
     se = sub.add_parser(
         "search", help="tune each variant on validation (TPE + pruning), optionally run the tuned grid"
     )
@@ -197,24 +143,28 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument(
         "--then-evaluate", action="store_true", help="then run every seed with each variant's best"
     )
-    se.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
-    _plan_options(se)
-    _sweep_options(se)
-    _launcher_options(se)
+    profile_option(se)
+    plan_options(se)
+    sweep_options(se)
+    launcher_options(se)
     se.set_defaults(func=cmd_search)
 
+
+def _add_lr_check(sub: Subcommands) -> None:
     lr = sub.add_parser(
         "lr-check", help="run an experiment again at other learning rates (its shared lr, scaled)"
     )
     lr.add_argument("spec", help="experiment spec YAML")
-    lr.add_argument("--profile", help="apply the spec's named profile (e.g. cpu, gpu) to the base")
+    profile_option(lr)
     lr.add_argument(
         "--factors", default=DEFAULT_FACTORS, help=f"lr factors, comma-separated (default {DEFAULT_FACTORS})"
     )
-    _sweep_options(lr)
-    _launcher_options(lr)
+    sweep_options(lr)
+    launcher_options(lr)
     lr.set_defaults(func=cmd_lr_check)
 
+
+def _add_check_component(sub: Subcommands) -> None:
     cc = sub.add_parser(
         "check-component",
         help="check a component against the contracts a built-in keeps (exit 1 if one breaks)",
@@ -230,13 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cc.set_defaults(func=cmd_check_component)
 
+
+def _add_readers(sub: Subcommands) -> None:
+    """The commands that read finished run folders: report, dashboard, power, aggregate."""
     rp = sub.add_parser("report", help="(re)write the report of a sweep run folder")
     rp.add_argument("run_dir", help="sweep run folder (with spec.json)")
-    rp.add_argument(
-        "--storage",
-        default=os.environ.get(STORAGE_ENV),
-        help=f"Optuna storage URL if not the run folder's study.db (default ${STORAGE_ENV} if set)",
-    )
     rp.set_defaults(func=cmd_report)
 
     db = sub.add_parser(
@@ -246,11 +194,6 @@ def build_parser() -> argparse.ArgumentParser:
     db.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     db.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
-    )
-    db.add_argument(
-        "--storage",
-        default=os.environ.get(STORAGE_ENV),
-        help=f"Optuna storage URL if not the run folder's study.db (default ${STORAGE_ENV} if set)",
     )
     db.set_defaults(func=cmd_dashboard)
 
@@ -267,25 +210,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--alpha", type=float, default=0.05, help="family-wise two-sided level, split by Holm (default 0.05)"
     )
     pw.add_argument("--max-seeds", type=int, default=200, help="largest seed count tried (default 200)")
-    pw.add_argument(
-        "--storage",
-        default=os.environ.get(STORAGE_ENV),
-        help=f"Optuna storage URL if not the run folder's study.db (default ${STORAGE_ENV} if set)",
-    )
     pw.set_defaults(func=cmd_power)
+    for p in (rp, db, pw):
+        storage_option(p, "the run folder's study.db")
 
     ag = sub.add_parser("aggregate", help="one table across tasks: IQM and P(improve) of normalized scores")
     ag.add_argument("run_dirs", nargs="+", help="finished sweep run folders that share variant names")
     ag.add_argument(
         "--out", default="runs/aggregate", help="output stem: STEM.json and STEM.md (default runs/aggregate)"
     )
-    ag.add_argument(
-        "--storage",
-        default=os.environ.get(STORAGE_ENV),
-        help=f"Optuna storage URL if not each run folder's study.db (default ${STORAGE_ENV} if set)",
-    )
+    storage_option(ag, "each run folder's study.db")
     ag.set_defaults(func=cmd_aggregate)
 
+
+def _add_compare_verify(sub: Subcommands) -> None:
     cp = sub.add_parser("compare", help="put two sweep run folders side by side")
     cp.add_argument("run_a", help="first sweep run folder")
     cp.add_argument("run_b", help="second sweep run folder")
@@ -304,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     vf.add_argument("--no-progress", action="store_true", help="no progress bar while a cell trains")
     vf.set_defaults(func=cmd_verify)
 
+
+def _add_configs(sub: Subcommands) -> None:
     cf = sub.add_parser(
         "configs",
         help="list the train configs and experiment specs that ship with ablate, or copy one to edit",
@@ -318,13 +258,18 @@ def build_parser() -> argparse.ArgumentParser:
     cp_cf.add_argument("--force", action="store_true", help="replace DEST if it exists (default: refuse)")
     cf.set_defaults(func=cmd_configs)
 
+
+def _add_reproduce(sub: Subcommands) -> None:
     rr = sub.add_parser("reproduce", help="run a preset ablation end to end")
     rr.add_argument("name", nargs="?", help="preset name (see --list)")
     rr.add_argument("--list", action="store_true", help="list the presets")
-    rr.add_argument("--profile", choices=["cpu", "gpu"], help="cpu: minutes on 2 cores; gpu: full size")
-    _sweep_options(rr, default_workers=None)
-    _launcher_options(rr)
+    profile_option(rr, "cpu: minutes on 2 cores; gpu: full size", choices=["cpu", "gpu"])
+    sweep_options(rr, default_workers=None)
+    launcher_options(rr)
     rr.set_defaults(func=cmd_reproduce)
+
+
+def _add_wandb_report(sub: Subcommands) -> None:
     wr = sub.add_parser(
         "wandb-report",
         help="build the W&B Report and project workspace that review a sweep (offline: write their specs)",
@@ -338,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     wr.set_defaults(func=cmd_wandb_report)
 
+
+def _add_completion(sub: Subcommands) -> None:
     co = sub.add_parser(
         "completion",
         help="print the shell completion script (e.g. ablate completion bash > ~/.ablate-complete.bash)",
@@ -348,6 +295,34 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("shell", choices=["bash", "zsh", "tcsh"], help="the shell to complete in")
     co.set_defaults(func=cmd_completion)
 
+
+# The subcommands, in the order of `ablate --help` and of the reference page.
+SUBCOMMANDS: tuple[Callable[[Subcommands], None], ...] = (
+    _add_train,
+    _add_wandb_sweep,
+    _add_sweep,
+    _add_search,
+    _add_lr_check,
+    _add_check_component,
+    _add_readers,
+    _add_compare_verify,
+    _add_configs,
+    _add_reproduce,
+    _add_wandb_report,
+    _add_completion,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``ablate`` parser. Builds from constants only (no environment, no heavy import), so
+    ``--help``, the docs and completion show the same text everywhere."""
+    parser = argparse.ArgumentParser(
+        prog="ablate", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action=_VersionOnRequest)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(sub)
     for action in sub._choices_actions:  # a command's help line is its -h description too
         command = sub.choices[action.dest]
         if command.description is None and action.help:
@@ -391,17 +366,29 @@ def habit_hint(stray: list[str]) -> str:
     return ""
 
 
+def storage_from_env(args: argparse.Namespace) -> None:
+    """``--storage`` not given: $ABLATE_STORAGE, read now that the command runs (the parser never
+    reads the environment, so its help and the docs never show a URL)."""
+    if hasattr(args, "storage") and args.storage is None:
+        args.storage = os.environ.get(STORAGE_ENV)
+
+
 def main(argv: list[str] | None = None) -> int:
-    # What records this process's command line later (the W&B summary run) sees no password.
-    sys.argv[:] = [shown(a) for a in sys.argv]
+    """Run ``ablate ARGV`` (None: this process's arguments, ``sys.argv[1:]``); return its exit
+    code. Reads ``argv`` only and changes neither ``sys.argv`` nor ``os.environ``: W&B, which
+    records a process's command line, is shown it with a password masked where it records it
+    (wandb_glue.log_summary)."""
     parser = build_parser()
     # Overrides may come after options (`--workers 2 model.pe=none`): collect them too.
+    argv = sys.argv[1:] if argv is None else list(argv)
     args, extra = parser.parse_known_args(argv)
+    args.argv = argv  # what a restart under a pinned CPU ISA reruns (commands.pin_process)
     stray = [x for x in extra if x.startswith("-") or "=" not in x]
     if stray or (extra and not hasattr(args, "overrides")):
         parser.error(f"unrecognized arguments: {' '.join(stray or extra)}{habit_hint(stray or extra)}")
     if extra:
         args.overrides = [*args.overrides, *extra]
+    storage_from_env(args)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         check_options(args)

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 # Notes: wrapped to a terminal's width, but not in a log or a pipe (rich would break them at 80).
 console = Console(stderr=True, soft_wrap=not Console(stderr=True).is_terminal)
@@ -62,56 +63,31 @@ def print_plan(spec: Any, run_dir: Path, runs: str) -> None:
         console.print(f"{warning}.", markup=False, style="yellow", soft_wrap=True)
 
 
+# The report's statistics columns (sweeps/report/text.py HEADER) that the terminal shows: all but
+# the mean ± std, which report.md keeps, so that the table fits a 160-column log.
+TERMINAL_SKIP = ("mean ± std",)
+
+
+def stats_table(summary: dict) -> Table:
+    """The report's statistics table (``text.stat_rows``: the same cells as report.md)."""
+    from ablate.sweeps.report.text import HEADER, stat_rows
+
+    keep = [i for i, col in enumerate(HEADER) if col not in TERMINAL_SKIP]
+    table = Table(title=f"{summary['experiment']}: {summary['metric']} over seeds")
+    for i in keep:  # Text: "[q1, q3]" is words, not rich markup
+        table.add_column(Text(HEADER[i]), justify="left" if HEADER[i] in ("variant", "test") else "right")
+    for row in stat_rows(summary["variants"], summary["baseline"], summary["metric"]):
+        table.add_row(*(Text(row[i]) for i in keep))
+    return table
+
+
 def print_summary(summary: dict, run_dir: Path) -> None:
-    from ablate.sweeps.report.text import (
-        decimals,
-        decision_p,
-        delta_text,
-        fmt_p,
-        holm_line,
-        params_text,
-        verdict_lines,
-    )
+    from ablate.sweeps.report.text import holm_line, params_text, status_line, verdict_lines
 
-    metric, baseline = summary["metric"], summary["baseline"]
-    table = Table(title=f"{summary['experiment']}: {metric} over seeds")
-    for col in (
-        "variant",
-        "n",
-        "div",
-        "median [IQR]",
-        "IQM",
-        "min-max",
-        "Δ [CI] (conf.)",
-        "test",
-        "p",
-        "p Holm",
-        "P(improve)",
-    ):
-        table.add_column(col, justify="left" if col in ("variant", "test") else "right")
-
-    d = decimals(metric)
-
-    def f(x: float | None, spec: str = f".{d}f") -> str:
-        return "-" if x is None else format(x, spec)
-
-    for name, v in summary["variants"].items():
-        table.add_row(
-            name + (" (baseline)" if name == baseline else ""),
-            str(v["n"]),
-            str(v["n_diverged"]),
-            f"{f(v['median'])} [{f(v['q1'])}-{f(v['q3'])}]",
-            f(v.get("iqm")),
-            f"{f(v['min'])}-{f(v['max'])}",
-            "0" if name == baseline else delta_text(v, d).replace("–", "-"),
-            v.get("test") or "-",
-            fmt_p(decision_p(v)).replace("–", "-"),
-            fmt_p(v.get("p_holm")).replace("–", "-"),
-            f(v["p_improve"], ".2f"),
-        )
+    baseline = summary["baseline"]
     for line in verdict_lines(summary):  # the headline first: who wins, by how much
         console.print(line, markup=False, style="bold")
-    out_console.print(table)
+    out_console.print(stats_table(summary))
     console.print(
         "Δ: Hodges-Lehmann estimate of the design's primary test (signed-rank on the per-seed "
         "differences when paired, mann-whitney otherwise); its interval inverts that test, at the "
@@ -121,14 +97,8 @@ def print_summary(summary: dict, run_dir: Path) -> None:
     for name, v in summary["variants"].items():
         if name != baseline and v.get("pairing") and not v.get("paired"):
             console.print(f"{name}: {v['pairing']}", markup=False)
-    cells = summary["cells"]
-    if cells["complete"] < cells["total"]:
-        console.print(
-            f"partial: {cells['complete']}/{cells['total']} cells complete; missing: "
-            + ", ".join(cells["missing"]),
-            markup=False,
-            style="yellow",
-        )
+    if summary["cells"]["missing"]:
+        console.print(status_line(summary), markup=False, style="yellow")
     for name, params in (summary.get("tuned") or {}).items():
         console.print(f"tuned {name}: {params_text(params)}", markup=False)
     console.print(f"report: {run_dir / 'report.html'}", markup=False)

@@ -1,7 +1,8 @@
 """``python -m docs._gen.reference``: the reference pages, generated from the code.
 
     docs/pages/reference/config.md      from the config dataclasses (each class's fields, RANGES, DOCS)
-    docs/pages/reference/cli.md         from the argparse parser (ablate.cli.parser.build_parser)
+    docs/pages/reference/cli.md         from the argparse parser (ablate.cli.parser.build_parser):
+                                        every subcommand, nested ones too; no hidden option
     docs/pages/reference/python-api.md  from ablate.api (signatures and docstrings)
 
 Usage::
@@ -23,6 +24,7 @@ import inspect
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ablate.errors import Range, choices, type_hints
@@ -143,21 +145,43 @@ def render_config() -> str:
 # ---- command line ------------------------------------------------------------------------------
 
 
-def subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
-    """(name, one-line help, parser) of every subcommand, in the parser's order."""
-    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+def nested(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    """The parser's subcommands (an ``add_subparsers`` action), or None."""
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def subcommands(
+    parser: argparse.ArgumentParser, prefix: str = ""
+) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
+    """(name, one-line help, parser) of every subcommand, in the parser's order, each followed by
+    its own subcommands (``configs``, then ``configs copy``)."""
+    sub = nested(parser)
+    if sub is None:
+        return
     helps = {a.dest: a.help or "" for a in sub._choices_actions}
     for name, p in sub.choices.items():
-        yield name, helps.get(name, ""), p
+        yield f"{prefix}{name}", helps.get(name, ""), p
+        yield from subcommands(p, f"{prefix}{name} ")
 
 
 def arguments(p: argparse.ArgumentParser) -> list[argparse.Action]:
-    """The positionals and options a user types (not -h/--help, not --version)."""
+    """The positionals and options a user types (not -h/--help, not --version, not an option
+    argparse hides: ``help=argparse.SUPPRESS``, like the misplaced ``--out`` a check explains)."""
     return [
         a
         for a in p._actions
         if not isinstance(a, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction))
+        and a.help != argparse.SUPPRESS
     ]
+
+
+def subcommand_part(p: argparse.ArgumentParser) -> list[str]:
+    """``[{copy} ...]`` for a command with subcommands of its own (each has its section), else []."""
+    sub = nested(p)
+    if sub is None:
+        return []
+    names = str(sub.metavar) if sub.metavar is not None else "{" + ",".join(sub.choices) + "}"
+    return [f"{names} ..." if sub.required else f"[{names} ...]"]
 
 
 def help_of(action: argparse.Action) -> str:
@@ -208,8 +232,10 @@ def render_cli() -> str:
         args = sorted(arguments(p), key=lambda a: bool(a.option_strings))  # positionals first
         summary = plain_cell(summary)
         lines += ["", f"## `ablate {name}`", "", f"{summary[:1].upper()}{summary[1:]}.", ""]
-        lines += ["```text", *wrapped(["ablate", name, *(usage_part(a) for a in args)]), "```", ""]
-        lines += ["| argument | default | meaning |", "|---|---|---|"]
+        usage = ["ablate", name, *(usage_part(a) for a in args), *subcommand_part(p)]
+        lines += ["```text", *wrapped(usage), "```"]
+        if args:  # a command that only groups subcommands (configs) has none of its own
+            lines += ["", "| argument | default | meaning |", "|---|---|---|"]
         for a in args:
             shown = metavar(a) if not a.option_strings else usage_part(a).strip("[]")
             lines.append(f"| `{shown}` | {default_text(a)} | {plain_cell(help_of(a))} |")
@@ -275,6 +301,7 @@ def doc_block(obj: object) -> list[str]:
 
 def render_api() -> str:
     import ablate.api as api
+    from ablate import components, testing
 
     lines = [GENERATED, "", API_INTRO.rstrip("\n"), "", "```python", readme_example().rstrip("\n"), "```", ""]
     functions = [n for n in api.__all__ if inspect.isfunction(getattr(api, n))]
@@ -308,16 +335,14 @@ def render_api() -> str:
             lines.append(f"- `{' '.join(sig.split())}`" + (f": {first}" if first else ""))
         if methods:
             lines.append("")
-    lines += module_section("ablate.components", ["register", "names", "get"])
-    lines += module_section("ablate.testing", ["check_component", "assert_conforms"])
+    lines += module_section(components, ["register", "names", "get"])
+    lines += module_section(testing, ["check_component", "assert_conforms"])
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def module_section(module_name: str, names: list[str]) -> list[str]:
+def module_section(module: ModuleType, names: list[str]) -> list[str]:
     """A module's docstring and its functions (components of your own, their checks)."""
-    import importlib
-
-    module = importlib.import_module(module_name)
+    module_name = module.__name__
     lines = [f"## `{module_name}`", "", *doc_block_text(inspect.getdoc(module) or "")]
     for name in names:
         fn = getattr(module, name)

@@ -39,7 +39,7 @@ def test_a_database_password_reaches_no_file_and_no_worker_command_line(tmp_path
 
         def watch() -> None:
             while not done.is_set():
-                seen.extend(line for line in command_lines() if "sweeps.run.worker" in line)
+                seen.extend(line for line in command_lines() if "sweeps.drivers.worker" in line)
                 done.wait(0.2)
 
         watcher = threading.Thread(target=watch)
