@@ -22,7 +22,8 @@ from ablate.errors import ConfigError
 from ablate.experiments.runner.cells import TrialResult, run_trial
 from ablate.experiments.schema.config import TrainConfig
 from ablate.experiments.specs.loading import load_config
-from ablate.experiments.specs.spec import ExperimentSpec, load_spec
+from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.experiments.specs.spec_file import load_spec
 
 __all__ = [
     "ConfigError",
@@ -61,8 +62,10 @@ def sweep(
     holds the median, IQR, IQM, Δ to the baseline with its CI, p values and P(improve).
     """
     from ablate.sweeps.drivers.grid import sweep as run_sweep
+    from ablate.sweeps.drivers.options import RunOptions
 
-    summary, _ = run_sweep(spec, Path(run_dir), storage=storage, workers=workers, use_wandb=use_wandb)
+    options = RunOptions(workers=workers, storage=storage, use_wandb=use_wandb)
+    summary, _ = run_sweep(spec, Path(run_dir), options)
     return summary  # summary["cells"] counts complete, failed and missing cells
 
 
@@ -92,11 +95,13 @@ def search(
     """Tune each variant on validation (``ablate search``): TPE and pruning over the spec's
     ``search`` block; returns search.json (each variant's best parameters and value).
     ``tuned_spec(spec, result)`` is the grid with those parameters, for ``sweep``."""
+    from ablate.sweeps.drivers.options import RunOptions
     from ablate.sweeps.drivers.search import check_search
     from ablate.sweeps.drivers.search import search as run_search
 
     variants, trials = check_search(spec, variants, trials)
-    return run_search(spec, Path(run_dir), variants=variants, trials=trials, storage=storage, workers=workers)
+    options = RunOptions(workers=workers, storage=storage)
+    return run_search(spec, Path(run_dir), options, variants=variants, trials=trials)
 
 
 def tuned_spec(spec: ExperimentSpec, search_result: dict[str, Any]) -> ExperimentSpec:
@@ -143,6 +148,7 @@ def reproduce(
     then the table across tasks. Returns {"summaries": name -> summary, "aggregate": ... | None}."""
     from ablate.experiments.specs.presets import preset_specs
     from ablate.sweeps.drivers.grid import sweep_pool
+    from ablate.sweeps.drivers.options import RunOptions
     from ablate.sweeps.drivers.reproduce import default_profile, default_workers
     from ablate.sweeps.drivers.reproduce import reproduce as run_preset
 
@@ -150,13 +156,8 @@ def reproduce(
     summaries: dict[str, Any] = {}
 
     def run(chosen: list[ExperimentSpec]) -> list[Any]:
-        results = sweep_pool(
-            [(s, Path(out) / s.name) for s in chosen],
-            title=name,
-            storage=storage,
-            workers=workers or default_workers(),
-            use_wandb=use_wandb,
-        )
+        options = RunOptions(workers=workers or default_workers(), storage=storage, use_wandb=use_wandb)
+        results = sweep_pool([(s, Path(out) / s.name) for s in chosen], title=name, options=options)
         summaries.update({s.name: summary for s, (summary, _) in zip(chosen, results, strict=True)})
         return [outcome for _, outcome in results]
 

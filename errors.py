@@ -16,7 +16,9 @@ import sys
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+C = TypeVar("C")
 
 
 class ConfigError(ValueError):
@@ -27,9 +29,9 @@ class ConfigError(ValueError):
 class Range:
     """The valid interval of a numeric config field: ``[lo, hi]``, either end open on request.
 
-    Every int and float field of a config dataclass has one, in the class's ``RANGES``
-    mapping; ``validate_fields`` checks it (and finiteness) before anything runs, and the
-    message states the interval.
+    Every int and float field of a config dataclass has one, given with the field (``setting``)
+    and gathered into the class's ``RANGES`` (``documented``); ``validate_fields`` checks it (and
+    finiteness) before anything runs, and the message states the interval.
     """
 
     lo: float
@@ -163,3 +165,28 @@ def user_path(value: str, key: str) -> Path:
 def require(cond: bool, message: str) -> None:
     if not cond:
         raise ConfigError(message)
+
+
+# --- one table per config class: each field's meaning and valid interval --------------------
+
+
+def setting(
+    default: Any = dataclasses.MISSING,
+    doc: str = "",
+    valid: Range | None = None,
+    *,
+    factory: Any = dataclasses.MISSING,
+) -> Any:
+    """A config field with its one-line meaning (``doc``: the config reference shows it) and, for
+    a number, its valid interval: the one place both are written (``documented`` reads them)."""
+    metadata: dict[str, Any] = {"doc": doc} | ({"range": valid} if valid is not None else {})
+    return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
+
+
+def documented(cls: type[C]) -> type[C]:
+    """Above ``@dataclass``: sets the class's ``DOCS`` (field -> meaning) and ``RANGES`` (field ->
+    Range, what ``validate_fields`` checks), in field order, from its fields' ``setting``."""
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    cls.DOCS = {f.name: f.metadata["doc"] for f in fields if "doc" in f.metadata}  # type: ignore[attr-defined]
+    cls.RANGES = {f.name: f.metadata["range"] for f in fields if "range" in f.metadata}  # type: ignore[attr-defined]
+    return cls

@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,28 @@ import yaml
 
 from ablate.errors import ConfigError, user_path
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
+_UMASK_LOCK = threading.Lock()
+_UMASK_FALLBACK: int | None = None  # where /proc has no Umask line: read once, under the lock
+
+
+def current_umask() -> int:
+    """This process's umask, the mode bits a new file or folder goes without. Read when needed
+    (never at import: importing must not touch process state): on Linux from /proc/self/status,
+    which changes nothing; elsewhere once, by setting it and back (``os.umask`` can only be read
+    that way), under a lock so that two threads cannot interleave the two calls."""
+    global _UMASK_FALLBACK
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        if _UMASK_FALLBACK is None:
+            _UMASK_FALLBACK = os.umask(0o022)
+            os.umask(_UMASK_FALLBACK)
+        return _UMASK_FALLBACK
 
 
 def atomic_write(path: str | Path, data: str | bytes) -> Path:
@@ -32,7 +53,7 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     except OSError as err:
         raise ConfigError(f"cannot write {path}: {err.strerror}") from None
     try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the usual permissions
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; give the usual permissions
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -76,7 +97,7 @@ def atomic_dir(final: str | Path, *, claim: bool = False) -> Iterator[Path]:
         remove_stale_partials(final)
         claimed = _claim(final) if claim else None
         tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=_partial_prefix(final) + _owner() + "."))
-        tmp.chmod(0o777 & ~_UMASK)  # mkdtemp makes 0700
+        tmp.chmod(0o777 & ~current_umask())  # mkdtemp makes 0700
     except OSError as err:
         if claimed is not None:
             claimed.unlink(missing_ok=True)

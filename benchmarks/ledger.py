@@ -24,7 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ablate.experiments.specs.spec import ExperimentSpec, spec_from_dict
+from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.files import write_json
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ledger.json"

@@ -11,28 +11,22 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from ablate.errors import ConfigError
+from ablate.sweeps.ledger.run_folder import read_summary
+from ablate.trees import flatten
 
 # Fields that describe the run, not its results.
 SUMMARY_SKIP = {"provenance", "versions"}
 CELL_SKIP = {"wall_s", "trial", "wandb_id"}
 
 
-def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(tree, dict):
-        return {prefix: tree}
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
-    return out
-
-
 def summary_numbers(run_dir: Path) -> dict[str, Any]:
-    summary = json.loads((run_dir / "summary.json").read_text())
-    return _flat({k: v for k, v in summary.items() if k not in SUMMARY_SKIP})
+    summary = read_summary(run_dir)
+    return flatten({k: v for k, v in summary.items() if k not in SUMMARY_SKIP})
 
 
 def cell_numbers(run_dir: Path) -> dict[str, Any]:
@@ -68,7 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs_a", type=Path)
     parser.add_argument("runs_b", type=Path)
     args = parser.parse_args(argv)
-    result = compare(args.runs_a, args.runs_b)
+    try:
+        result = compare(args.runs_a, args.runs_b)
+    except ConfigError as err:  # a summary.json that is not one (read_summary names it)
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if not result:
         print("no run folder with a summary.json in both", file=sys.stderr)
         return 1

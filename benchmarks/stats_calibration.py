@@ -1,6 +1,5 @@
-"""``python -m ablate.benchmarks.stats_calibration [--quick] [--out F] [--docs] [--md F]
-[--from-json F]``: do the reports' statistical claims hold? Measured by simulation with the
-tool's own functions.
+"""``python -m ablate.benchmarks.stats_calibration [--quick] [--out F]``: do the reports'
+statistical claims hold? Measured by simulation with the tool's own functions.
 
 Each simulated study draws one value per (variant, seed) from a model of what ablations give,
 with a latent seed effect shared by every variant at a seed (that is what makes a seed a pair):
@@ -40,6 +39,10 @@ Two replicas, both checked against the original on the way (an AssertionError ot
 starts to reject is a threshold on its Walsh averages, so one sort serves every effect:
 answers are identical), and the true power runs the signed-rank rule of ``inference`` on a
 batch of studies at once.
+
+It writes its result as JSON only (``--out``; by default benchmarks/results/stats-calibration.json
+unless ``--quick``) and prints each done-when check; the docs render their tables from that file
+(``python -m docs._gen.calibration [--json F] [--write]``: docs are not shipped in the wheel).
 """
 
 from __future__ import annotations
@@ -51,7 +54,6 @@ import json
 import math
 import os
 import platform
-import re
 import shlex
 import sys
 import time
@@ -65,6 +67,7 @@ from scipy import stats
 from ablate.experiments.schema.config import TrainConfig
 from ablate.experiments.schema.seeds import AdaptiveSeeds
 from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.files import atomic_write
 from ablate.sweeps.drivers.adaptive import grow, look, verdicts
 from ablate.sweeps.stats import power as power_mod
 from ablate.sweeps.stats.aggregate import aggregate
@@ -75,8 +78,6 @@ from ablate.sweeps.stats.rows import CellRow
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "results" / "stats-calibration.json"
-DOCS = ROOT.parent / "docs" / "pages" / "explanations" / "statistics.md"
-BLOCK = re.compile(r"(<!-- calibration -->\n).*?(<!-- /calibration -->)", re.DOTALL)
 NS = (3, 4, 5, 6, 7, 8, 10, 12, 15)
 TRUTH_DRAWS = 400_000
 EFFECT = 0.5  # in latent sd units
@@ -565,114 +566,7 @@ def checks(res: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-# ---- the docs' block -----------------------------------------------------------------------------
-
-
-def _mc_sd(p: float, reps: int) -> str:
-    return f"{100 * math.sqrt(p * (1 - p) / reps):.1f}"
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}"
-
-
-def markdown(res: dict[str, Any]) -> str:
-    """The docs' tables: coverage against the printed confidence, type-I, sequential, power, checks."""
-    meta, reps = res["meta"], res["replicates"]
-    lines = [
-        f"Measured by `{meta['command']}` on {meta['machine']}, {meta['date']} "
-        f"({meta['seconds'] / 60:.0f} min; Python {meta['python']}, NumPy {meta['numpy']}"
-        + ("; **--quick: smoke, not data**" if meta["quick"] else "")
-        + f"). Replicates: {reps['interval']} studies per coverage cell, {reps['type_one']} per type-I cell, "
-        f"{reps['sequential']} adaptive studies per schedule, {reps['aggregate']} aggregates, "
-        f"{reps['pilots']} pilots (true power from {reps['true_power']} studies per n, {(1 + REFINE_FACTOR) * reps['true_power']} within {100 * REFINE:.1f} pt of 0.8). The effect is "
-        f"{res['effect_latent_sd']} latent sd; numbers are percentages (Monte Carlo sd of a cell: "
-        f"{_mc_sd(0.95, reps['interval'])} pt at 95 %, {_mc_sd(0.05, reps['type_one'])} pt at 5 %, "
-        f"{_mc_sd(0.5, reps['pilots'])} pt for a share of pilots near 50 %).",
-        "",
-        "**Coverage of the printed intervals.** Paired: the signed-rank test's interval of the "
-        "pseudomedian of the differences; unpaired: Mann-Whitney's interval of the shift; printed: the "
-        "confidence the report prints beside them (–: these seeds cannot reach 95 %, no interval is "
-        "printed); IQM: Yuen's interval at nominal 95 %, kept in summary.json but not printed by the reports "
-        "(it is below 94 % here). The done-when checks at the end hold the intervals and power to the "
-        "normal, skewed and ceiling models; the bimodal (solved / stuck) model is shown beside them.",
-        "",
-        "| model | n | paired printed | paired, no effect | paired, effect | unpaired printed | unpaired, no effect | unpaired, effect | IQM (Yuen, 95) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for model, m in res["models"].items():
-        for n, c in m["coverage"].items():
-            p = res["printed_confidence"][n]
-            lines.append(
-                f"| {model} | {n} | {_pct(p['paired'])} | {_pct(c['paired_null'])} | {_pct(c['paired_effect'])} "
-                f"| {_pct(p['unpaired'])} | {_pct(c['unpaired_null'])} | {_pct(c['unpaired_effect'])} | {_pct(c['iqm'])} |"
-            )
-    lines += [
-        "",
-        "**Type-I error at α = 5 %** (no effect; Holm over two variants sharing a baseline):",
-        "",
-        "| model | n | paired | unpaired | Holm, per comparison | Holm, family-wise |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for model, m in res["models"].items():
-        for n, t in m["type_one"].items():
-            lines.append(
-                f"| {model} | {n} | {_pct(t['paired'])} | {_pct(t['unpaired'])} | {_pct(t['holm_per'])} | {_pct(t['holm_family'])} |"
-            )
-    names = list(SCHEDULES)
-    lines += [
-        "",
-        "**Adaptive seeds** (`seeds: {min, max, step, stop: separated}`, two variants and a baseline, no "
-        f"effect, {reps['sequential']} studies per schedule, the real look / verdicts / grow; a false "
-        "positive: p Holm ≤ 0.05 in the final report) and **the aggregate** (`ablate aggregate` of 3 tasks "
-        f"of 5 seeds, {reps['aggregate']} replicates, effect present, printed 95 %):",
-        "",
-        "| model | "
-        + " | ".join(f"{s}: per comparison | {s}: family-wise | {s}: stopped early" for s in names)
-        + " | aggregate IQM coverage | aggregate P(improve) coverage |",
-        "|---|" + "---:|" * (3 * len(names) + 2),
-    ]
-    for model, m in res["models"].items():
-        seq = " | ".join(
-            f"{_pct(m['sequential'][s]['per'])} | {_pct(m['sequential'][s]['family'])} | {_pct(m['sequential'][s]['stopped_early'])}"
-            for s in names
-        )
-        a = m["aggregate_n5"]
-        lines.append(f"| {model} | {seq} | {_pct(a['iqm'])} | {_pct(a['p_improve'])} |")
-    lines += [
-        "",
-        f"**`ablate power`** ({reps['pilots']} pilots of 5 paired seeds per model, `--delta` = the true "
-        "pseudomedian, target power 0.8, the search up to "
-        f"{next(iter(res['models'].values()))['power']['max_seeds']} seeds; true power by simulation of the signed-rank test):",
-        "",
-        "| model | seeds truly needed | recommended: median (10–90 %) | true power at the median answer | answers with true power ≥ 0.8 | the same, an answer above the max counted as enough | truly needed n inside the printed 80 % range | answers above the max |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for model, m in res["models"].items():
-        p = m["power"]
-        q = p["recommended_p10_p90"]
-        med = (
-            "–"
-            if p["recommended_median"] is None
-            else f"{p['recommended_median']:.0f} ({q[0]:.0f}–{q[1]:.0f})"
-        )
-        true_n = p["true_n"] if p["true_n"] is not None else f"> {p['max_seeds']}"
-        lines.append(
-            f"| {model} | {true_n} | {med} | {_pct(p['true_power_at_recommended_median'])} | {_pct(p['share_reaching_target'])} "
-            f"| {_pct(p['share_reaching_target_all'])} | {_pct(p['share_true_n_in_range'])} | {p['answers_above_max']} |"
-        )
-    lines += [
-        "",
-        "**Checks** (worst cell of each):",
-        "",
-        "| criterion | worst cell | value | bound | pass |",
-        "|---|---|---:|---:|---|",
-    ]
-    for c in res["checks"]:
-        lines.append(
-            f"| {c['criterion']} | {c['worst']} | {_pct(c['value'])} | {_pct(c['bound'])} | {'yes' if c['pass'] else '**no**'} |"
-        )
-    return "\n".join(lines) + "\n"
+# ---- the result file ----------------------------------------------------------------------------
 
 
 def _keys_to_str(x: object) -> object:
@@ -681,23 +575,6 @@ def _keys_to_str(x: object) -> object:
     if isinstance(x, list):
         return [_keys_to_str(v) for v in x]
     return x
-
-
-def _keys_to_int(x: object) -> object:
-    """JSON's string keys "3".."15" back to the ints the tables index by."""
-    if isinstance(x, dict):
-        return {(int(k) if k.isdigit() else k): _keys_to_int(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_keys_to_int(v) for v in x]
-    return x
-
-
-def write_docs(table: str, page: Path = DOCS) -> None:
-    """Replace the ``<!-- calibration -->`` block of ``page`` with ``table``."""
-    text = page.read_text()
-    if not BLOCK.search(text):
-        raise SystemExit(f"{page} has no <!-- calibration --> ... <!-- /calibration --> block")
-    page.write_text(BLOCK.sub(lambda m: m.group(1) + table + m.group(2), text))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -711,26 +588,18 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"JSON output (default {OUT.relative_to(ROOT.parent)} unless --quick)",
     )
-    ap.add_argument("--docs", action="store_true", help=f"rewrite the calibration block of {DOCS.name}")
-    ap.add_argument("--md", type=Path, default=None, help="also write the block's markdown to this file")
-    ap.add_argument("--from-json", type=Path, default=None, help="render a saved result instead of running")
     args = ap.parse_args(argv)
-    if args.from_json is not None:
-        res = _keys_to_int(json.loads(args.from_json.read_text()))
-    else:
-        raw = sys.argv[1:] if argv is None else argv
-        kept = [a for a in raw if a in ("--quick",)]  # the arguments that change the numbers
-        res = run(args.quick, shlex.join(["python", "-m", "ablate.benchmarks.stats_calibration", *kept]))
-        out = args.out or (None if args.quick else OUT)
-        if out is not None:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(_keys_to_str(res), indent=1) + "\n")
-    table = markdown(res)
-    print(table)
-    if args.md is not None:
-        args.md.write_text(table)
-    if args.docs:
-        write_docs(table)
+    raw = sys.argv[1:] if argv is None else argv
+    kept = [a for a in raw if a in ("--quick",)]  # the arguments that change the numbers
+    res = run(args.quick, shlex.join(["python", "-m", "ablate.benchmarks.stats_calibration", *kept]))
+    out = args.out or (None if args.quick else OUT)
+    if out is not None:
+        atomic_write(out, json.dumps(_keys_to_str(res), indent=1) + "\n")  # the committed file's layout
+        print(f"wrote {out}; the docs' tables: python -m docs._gen.calibration --json {out}", file=sys.stderr)
+    for c in res["checks"]:
+        print(
+            f"{'pass' if c['pass'] else 'FAIL'}: {c['criterion']}: worst {c['worst']} {100 * c['value']:.1f}"
+        )
     return 0 if all(c["pass"] for c in res["checks"]) or res["meta"]["quick"] else 1
 
 

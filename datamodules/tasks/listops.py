@@ -9,12 +9,18 @@ which makes the task ambiguous.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from ablate.datamodules.config import DataConfig
 from ablate.errors import ConfigError
 
+if TYPE_CHECKING:  # annotations only: DataConfig reads this registry (tasks/__init__.py)
+    import numpy as np
+
+    from ablate.datamodules.config import DataConfig
+
+# The DataConfig fields this task reads besides the examples per split (SYNTHETIC_FIELDS).
+FIELDS = ("min_len", "listops_depth", "listops_args")
+SUMMARY = ""  # what data.task's reference line says of it
 N_CLASSES = 10
 OPS = ("MIN", "MAX", "MED", "SM")
 DIGITS = tuple(str(d) for d in range(10))
@@ -81,6 +87,8 @@ def generate(
     cfg: DataConfig, rng: np.random.Generator, n: int, scale: int = 1
 ) -> tuple[list[str], list[int]]:
     """``n`` expressions with a token count in [min_len, max_len] * scale, resampled otherwise."""
+    import numpy as np  # here: the config schema (and so the CLI's start-up) never loads it
+
     check(cfg, scale)
     lo, hi, depth, args = cfg.min_len * scale, cfg.max_len * scale, cfg.listops_depth, cfg.listops_args
     # Branch probability whose expected length is nearest the window's middle, so resampling stays

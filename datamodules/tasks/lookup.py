@@ -29,11 +29,18 @@ by the generator's seed, label recomputable from the tokens.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from ablate.datamodules.config import DataConfig
 from ablate.errors import ConfigError
 
+if TYPE_CHECKING:  # annotations only: DataConfig reads this registry (tasks/__init__.py)
+    import numpy as np
+
+    from ablate.datamodules.config import DataConfig
+
+# The DataConfig fields this task reads besides the examples per split (SYNTHETIC_FIELDS).
+FIELDS = ("n_keys", "n_values", "n_pairs")
+SUMMARY = "multi-lookup"  # what data.task's reference line says of it
 N_CLASSES = 2
 
 
@@ -63,6 +70,8 @@ def generate(
     cfg: DataConfig, rng: np.random.Generator, n: int, scale: int = 1
 ) -> tuple[list[str], list[int]]:
     """``n`` examples: ``m = n_pairs * scale`` pairs then ``m`` query copies (scale > 1: length-extrapolation split)."""
+    import numpy as np  # here: the config schema (and so the CLI's start-up) never loads it
+
     check(cfg, scale)
     m = cfg.n_pairs * scale
     rows = np.arange(n)

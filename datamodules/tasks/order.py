@@ -8,11 +8,18 @@ construction, not merely in expectation.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from ablate.datamodules.config import DataConfig
 from ablate.errors import ConfigError
 
+if TYPE_CHECKING:  # annotations only: DataConfig reads this registry (tasks/__init__.py)
+    import numpy as np
+
+    from ablate.datamodules.config import DataConfig
+
+# The DataConfig fields this task reads besides the examples per split (SYNTHETIC_FIELDS).
+FIELDS = ("min_len", "n_symbols")
+SUMMARY = "order-only: is A before B"  # what data.task's reference line says of it
 N_CLASSES = 2
 
 
@@ -35,6 +42,8 @@ def generate(
     cfg: DataConfig, rng: np.random.Generator, n: int, scale: int = 1
 ) -> tuple[list[str], list[int]]:
     """``n`` examples (rounded up to even, since they come in pairs), lengths in [min_len, max_len] * scale."""
+    import numpy as np  # here: the config schema (and so the CLI's start-up) never loads it
+
     check(cfg, scale)
     lo, hi = max(2, cfg.min_len * scale), cfg.max_len * scale
     n_pairs = (n + 1) // 2

@@ -1,1 +1,2 @@
-"""Generators of the docs' generated pages (results tables, reference); not shipped in the wheel."""
+"""Generators of the docs' generated pages (results tables, calibration tables, reference; blocks.py
+rewrites a page's generated block); not shipped in the wheel."""

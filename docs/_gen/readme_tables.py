@@ -30,8 +30,6 @@ tests/unit/docs/test_readme_tables.py fails when one differs from what this modu
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -42,10 +40,13 @@ from typing import Any
 
 import yaml
 
+from ablate.errors import ConfigError
 from ablate.experiments.schema.machine import NOT_RECORDED, mixed_numerics
 from ablate.sweeps.drivers.lr_check import SHARED
+from ablate.sweeps.ledger.run_folder import SPEC_FIELDS, SUMMARY_FIELDS, read_json_object
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import summarize
+from docs._gen.blocks import DocsError, blocks, shown, write_block
 from docs._gen.tuned_rows import (
     LR_LABEL,
     TUNED_LABEL,
@@ -71,11 +72,13 @@ MINUS = "\u2212"  # the README's minus sign
 HEADER = "| data set (steps) | variant | median [IQR] | IQM | min–max | Δ [CI] (confidence) | p | p Holm | P(improve) |"
 # data.task, or for task "text" the last part of data.source -> the name the README uses.
 DATASET_LABELS = {"order": "order-only", "lookup": "multi-lookup", "listops": "ListOps", "sst2": "SST-2"}
-BLOCK = re.compile(r"(<!-- table:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /table -->)", re.DOTALL)
+# The keys of a committed spec.json that the tables read (their JSON types: a run folder's).
+SPEC_KEYS = {k: SPEC_FIELDS[k] for k in ("name", "base", "variants", "seeds", "metric", "direction")}
+TAG = "table"  # a preset's block: <!-- table:<preset> --> ... <!-- /table --> (docs/_gen/blocks.py)
 
 
-class TableError(Exception):
-    """A user error: missing inputs or README markers (exit code 2, one message)."""
+class TableError(DocsError):
+    """A user error: missing inputs (exit code 2, one message); a missing block is a DocsError."""
 
 
 @dataclass(frozen=True)
@@ -340,7 +343,8 @@ def read_run(paths: Paths, name: str, *, need_rows: bool, missing: Callable[[lis
     absent = [str(p) for p in (paths if need_rows else paths[:2]) if not p.is_file()]
     if absent:
         raise TableError(missing(absent))
-    summary, spec = (json.loads(p.read_text()) for p in paths[:2])
+    summary = read_json_object(paths[0], "a run's committed results", SUMMARY_FIELDS)
+    spec = read_json_object(paths[1], "a run's committed results", SPEC_KEYS)
     if summary.get("experiment") != name:
         raise TableError(f"{paths[0]} is the summary of {summary.get('experiment')!r}, not of {name!r}")
     if not paths[2].is_file():  # committed without its cells: the statistics as they were written
@@ -454,24 +458,14 @@ def pages_of(preset: str) -> list[Path]:
 
 def readme_blocks(text: str) -> dict[str, str]:
     """Preset name -> the body between its markers in a page's text (README.md or a docs page)."""
-    return {m["name"]: m["body"] for m in BLOCK.finditer(text)}
+    return blocks(text, TAG)
 
 
-def replace_block(text: str, preset: str, body: str, page: str = "README.md") -> str:
-    if preset not in readme_blocks(text):
-        raise TableError(f"{page} has no block <!-- table:{preset} --> ... <!-- /table -->")
-    return BLOCK.sub(lambda m: m.group(1) + body + m.group(4) if m["name"] == preset else m.group(0), text)
-
-
-def write_block(preset: str, body: str) -> None:
+def write_tables(preset: str, body: str) -> None:
     """Replace the preset's block in every page of ``pages_of``, reporting each on stderr."""
     for page in pages_of(preset):
-        rel = page.relative_to(REPO)
-        old = page.read_text()
-        new = replace_block(old, preset, body, str(rel))
-        if new != old:
-            page.write_text(new)
-        print(f"{rel}: table {preset} {'updated' if new != old else 'unchanged'}", file=sys.stderr)
+        changed = write_block(page, TAG, body, preset)
+        print(f"{shown(page)}: table {preset} {'updated' if changed else 'unchanged'}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -498,16 +492,15 @@ def main(argv: list[str] | None = None) -> int:
         for preset in presets:
             if args.collect:
                 for path in collect(preset, Path(args.collect)):
-                    shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
-                    print(f"copied {shown}", file=sys.stderr)
+                    print(f"copied {shown(path)}", file=sys.stderr)
             body = render(load_inputs(preset))
             if args.write:
-                write_block(preset, body)
+                write_tables(preset, body)
             else:
                 sys.stdout.write(
                     body if len(presets) == 1 else f"<!-- table:{preset} -->\n{body}<!-- /table -->\n"
                 )
-    except TableError as err:
+    except (DocsError, ConfigError) as err:  # ConfigError: a committed JSON file that is not one
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -24,6 +24,7 @@ import numpy as np
 from ablate.sweeps.drivers.lr_check import SHARED, lr_run_name
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import Cell, adjust, collect, pairing, variant_stats
+from ablate.trees import flatten
 
 SELECT_METRIC = "val/acc"  # what chooses a variant's factor (validation only)
 LR_LABEL, TUNED_LABEL = "per-variant lr", "tuned by ablate search"  # first column of their rows
@@ -170,17 +171,10 @@ def per_variant_lr(
 # ---- checks and footer notes --------------------------------------------------------------------
 
 
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
-    return out
-
-
 def lr_run_differences(shared_spec: dict[str, Any], run_spec: dict[str, Any], factor: float) -> list[str]:
     """What makes an lr check's spec.json more than the shared run's with optim.lr times ``factor``
     (config keys, "variants", or the lr itself); [] when it is just that."""
-    a, b = _flat(shared_spec["base"]), _flat(run_spec["base"])
+    a, b = flatten(shared_spec["base"]), flatten(run_spec["base"])
     differ = sorted(k for k in a.keys() & b.keys() if k != "optim.lr" and a[k] != b[k])
     if shared_spec["variants"] != run_spec["variants"]:
         differ.append("variants")
@@ -192,7 +186,7 @@ def lr_run_differences(shared_spec: dict[str, Any], run_spec: dict[str, Any], fa
 def tuned_run_differences(shared_spec: dict[str, Any], tuned_spec: dict[str, Any]) -> list[str]:
     """The config keys in which a -tuned run's base differs from the shared run's other than the
     parameters the search chose (the baseline's best go into the base); [] when none."""
-    a, b = _flat(shared_spec["base"]), _flat(tuned_spec["base"])
+    a, b = flatten(shared_spec["base"]), flatten(tuned_spec["base"])
     searched = {k for params in (tuned_spec.get("tuned") or {}).values() for k in params}
     return sorted(k for k in a.keys() & b.keys() if k not in searched and a[k] != b[k])
 

@@ -31,7 +31,7 @@ from lightning.pytorch.loggers import Logger
 
 from ablate.datamodules import ClassificationDataModule
 from ablate.errors import ConfigError
-from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.schema.config import SeedStreams, TrainConfig
 from ablate.experiments.schema.machine import numerics_record, require_pinned
 from ablate.experiments.schema.memory import check_memory
 from ablate.files import write_json, write_yaml
@@ -85,7 +85,7 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=".*anonymous setting has no effect.*")
     # A non-finite loss skips its step on purpose (LitClassifier.training_step returns None).
     warnings.filterwarnings("ignore", message=".*`training_step` returned `None`.*")
-    # LitClassifier moves its own batches (lit_modules.classifier.move_batch), on purpose.
+    # LitClassifier moves its own batches (lit_modules.systems.classifier.move_batch), on purpose.
     warnings.filterwarnings("ignore", message=".*overridden `transfer_batch_to_device`.*")
 
 
@@ -223,23 +223,30 @@ def _train_group(
     callbacks: Sequence[Callback],
     datamodule: ClassificationDataModule | None,
 ) -> list[TrialResult]:
+    """One group of seeds, one model (alone, or one stack): data, model, training, results."""
     start = time.perf_counter()
     dm = _setup(cfg, seeds[0], datamodule)
-    sizes = {"vocab_size": dm.vocab_size, "n_classes": dm.n_classes, "max_steps": cfg.trainer.max_steps}
     streams = [cfg.seed_streams(s) for s in seeds]
     train = [dm.dataloader("train", shuffle=True, seed=s.order) for s in streams]  # one order per seed
-    stacked = cfg.trainer.seed_parallel > 1
-    lit: LitClassifier | LitSeedParallel
-    if not stacked:
-        # Seed after data preparation so init does not depend on what data loading drew.
-        L.seed_everything(streams[0].init, workers=True, verbose=False)
-        lit = LitClassifier(cfg.model, cfg.optim, **sizes, seed=streams[0].dropout)
-        perturb_ulp(lit.model, streams[0].numerics)  # after the init, before training
-        if cfg.trainer.compile:
-            lit.model = torch.compile(lit.model)
-        logger: Logger | list[Logger] | bool = loggers[0] or False
-    else:
-        lit = LitSeedParallel(
+    lit = _group_model(cfg, dm, streams)
+    trainer = _fit(cfg, lit, dm, train, out_dirs, loggers, progress=progress, callbacks=callbacks)
+    members = member_metrics(evaluate(trainer, lit, dm), len(seeds))
+    wall = time.perf_counter() - start
+    results = _results(cfg, seeds, members, lit, trainer.global_step, dm, wall / len(seeds))
+    if out_dirs is not None:
+        for out, result in zip(out_dirs, results, strict=True):
+            _write_cell(Path(out), result, dm)
+    return results
+
+
+def _group_model(
+    cfg: TrainConfig, dm: ClassificationDataModule, streams: list[SeedStreams]
+) -> LitClassifier | LitSeedParallel:
+    """The model of one group, its weights drawn from each seed's init stream: one seed alone
+    (``trainer.seed_parallel == 1``), or a stack of them."""
+    sizes = {"vocab_size": dm.vocab_size, "n_classes": dm.n_classes, "max_steps": cfg.trainer.max_steps}
+    if cfg.trainer.seed_parallel > 1:
+        return LitSeedParallel(
             cfg.model,
             cfg.optim,
             **sizes,
@@ -248,7 +255,34 @@ def _train_group(
             numerics=[s.numerics for s in streams],
             pad_to=dm.longest("train"),
         )
+    # Seed after data preparation so init does not depend on what data loading drew.
+    L.seed_everything(streams[0].init, workers=True, verbose=False)
+    lit = LitClassifier(cfg.model, cfg.optim, **sizes, seed=streams[0].dropout)
+    perturb_ulp(lit.model, streams[0].numerics)  # after the init, before training
+    if cfg.trainer.compile:
+        lit.model = torch.compile(lit.model)
+    return lit
+
+
+def _fit(
+    cfg: TrainConfig,
+    lit: LitClassifier | LitSeedParallel,
+    dm: ClassificationDataModule,
+    train: list[Any],
+    out_dirs: list[str | Path] | None,
+    loggers: list[Logger | None],
+    *,
+    progress: bool,
+    callbacks: Sequence[Callback],
+) -> L.Trainer:
+    """Train the group's model; the trainer, ready to evaluate it. A stack logs through one
+    ``MemberLogger`` per member, clips per member itself and keeps no run folder of its own."""
+    stacked = cfg.trainer.seed_parallel > 1
+    logger: Logger | list[Logger] | bool
+    if stacked:
         logger = [MemberLogger(lg, k) for k, lg in enumerate(loggers) if lg] or False
+    else:
+        logger = loggers[0] or False
     trainer = make_trainer(
         cfg,
         out_dirs[0] if out_dirs and not stacked else None,
@@ -259,25 +293,38 @@ def _train_group(
     )
     # A list of loaders: Lightning zips them, so a stacked training batch is one batch per member.
     trainer.fit(lit, train_dataloaders=train if stacked else train[0], val_dataloaders=dm.val_dataloader())
-    members = member_metrics(evaluate(trainer, lit, dm), len(seeds))
-    wall = time.perf_counter() - start
+    return trainer
+
+
+def _results(
+    cfg: TrainConfig,
+    seeds: list[int],
+    members: list[dict[str, Any]],
+    lit: LitClassifier | LitSeedParallel,
+    global_step: int,
+    dm: ClassificationDataModule,
+    wall_s: float,
+) -> list[TrialResult]:
+    """One ``TrialResult`` per seed of the group: its metrics, divergence, steps and records."""
     results = []
     for k, (seed, metrics, diverged_at) in enumerate(zip(seeds, members, lit.diverged_steps(), strict=True)):
         result = TrialResult(
             metrics={name: float(v) for name, v in sorted(metrics.items())},
             diverged=diverged_at is not None,
-            steps=trainer.global_step if diverged_at is None else diverged_at,
-            wall_s=wall / len(seeds),
+            steps=global_step if diverged_at is None else diverged_at,
+            wall_s=wall_s,
             config=cfg.override({"seed": seed}),
             numerics=numerics_record(),
             splits=dm.split_record,
         )
         result.extras.update(model=lit.member_model(k), datamodule=dm)
-        if out_dirs is not None:
-            out = Path(out_dirs[k])
-            write_yaml(out / "config.yaml", result.config.to_dict())
-            note = {"data_note": dm.split_note} if dm.split_note else {}  # an unlabelled split's fallback
-            write_json(out / "metrics.json", {**result.to_dict(), **note})
-            dm.save_tokenizer(out)
         results.append(result)
     return results
+
+
+def _write_cell(out: Path, result: TrialResult, dm: ClassificationDataModule) -> None:
+    """A cell's folder: the resolved config, ``metrics.json`` and the tokenizer."""
+    write_yaml(out / "config.yaml", result.config.to_dict())
+    note = {"data_note": dm.split_note} if dm.split_note else {}  # an unlabelled split's fallback
+    write_json(out / "metrics.json", {**result.to_dict(), **note})
+    dm.save_tokenizer(out)

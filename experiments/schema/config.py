@@ -8,110 +8,89 @@ Reading one from YAML (and its path rules) is experiments/specs/loading.py.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from ablate.datamodules.config import DataConfig
-from ablate.errors import ConfigError, Range, require, short, validate_fields
+from ablate.errors import ConfigError, Range, documented, require, setting, short, validate_fields
 from ablate.experiments.schema.machine import check_isa
 from ablate.experiments.schema.parsing import as_mapping, parse_overrides
 from ablate.lit_modules.components.plugins import import_plugins
 from ablate.lit_modules.model.config import ModelConfig, OptimConfig
+from ablate.trees import flatten
 
 # Seeds reach numpy and Lightning, which take unsigned 32-bit seeds.
 SEED_RANGE = Range(0, 2**32 - 1)
 STEPS = Range(1, 10_000_000)
 
 
+@documented
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainerConfig:
     """How ``lightning.Trainer`` runs: steps, precision, device, logging cadence."""
 
     SECTION = "trainer"
-    RANGES = {
-        "max_steps": STEPS,
-        "val_every": Range(0, STEPS.hi),
-        "devices": Range(1, 1),
-        "log_every": STEPS,
-        "seed_parallel": Range(1, 1024),
-        "cpu_threads": Range(1, 1024),
-        "order_seeds": Range(0, 1_000_000),
-        "numerics_levels": Range(1, 1_000_000),
-    }
-    # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
-    DOCS = {
-        "max_steps": "optimizer steps",
-        "val_every": "validate every this many steps during training (0 = only at the end)",
-        "precision": "`auto`: bf16-mixed on a GPU that supports it, 32-true otherwise",
-        "accelerator": "Lightning accelerator; `auto` takes a GPU where present",
-        "devices": "devices per run",
-        "deterministic": "`torch.use_deterministic_algorithms`: bit-identical reruns on CPU",
-        "log_every": "steps between logged training metrics",
-        "compile": "`torch.compile` the encoder (GPU; costs seconds of compile time per run)",
-        "seed_parallel": (
-            "`1`: every seed trains alone; `K > 1`: seeds train in stacks of at most K as one "
-            "vectorized model, the same in every entry point; `ablate train` trains seed..seed+K-1 "
-            "into `seed<k>/` folders. Part of the cell's configuration"
-        ),
-        "cpu_threads": (
-            "intra-op CPU threads of a cell (`torch.set_num_threads`); the thread count changes float"
-            " reduction order and so results, so it is part of the configuration, set by every entry "
-            "point whatever the worker count"
-        ),
-        "cpu_isa": (
-            "`native`: the kernels torch picks for this CPU; `default` / `avx2` / `avx512`: ATen, oneDNN"
-            " and MKL pinned to that level (their environment variables, set in every worker before "
-            "torch loads; `ablate train` restarts itself with them); refused where the CPU lacks it. "
-            "Study-wide; the numerics each cell ran with are recorded either way"
-        ),
-        "order_seeds": (
-            "`0`: the run seed drives init, data order and dropout together; `n > 0` (set by a spec's"
-            " `seed_factors`): seed s initializes from s // n and orders the data by s % n; dropout "
-            "stays keyed by s"
-        ),
-        "numerics_levels": (
-            "`1`: off; `c > 1` (set by `seed_factors.numerics`, needs `order_seeds`): seed s = (init x c +"
-            " j) x n + order, and level j > 0 moves every initial weight one ulp (torch.nextafter) in a "
-            "direction drawn from a generator seeded by j; dropout is keyed by the seed of level 0"
-        ),
-    }
 
-    max_steps: int = 1000
-    # Validate every this many steps during training (0 = only at the end).
-    val_every: int = 0
-    # "auto": bf16-mixed on a GPU that supports it, 32-true otherwise.
-    precision: Literal["auto", "32-true", "bf16-mixed", "16-mixed", "bf16-true"] = "auto"
+    # Each field: default, its meaning to a user (docs/pages/reference/config.md), valid range.
+    max_steps: int = setting(1000, "optimizer steps", STEPS)
+    val_every: int = setting(
+        0, "validate every this many steps during training (0 = only at the end)", Range(0, STEPS.hi)
+    )
     # An accelerator or precision this machine lacks is refused before the run (check_machine).
-    accelerator: Literal["auto", "cpu", "gpu", "cuda", "mps"] = "auto"
+    precision: Literal["auto", "32-true", "bf16-mixed", "16-mixed", "bf16-true"] = setting(
+        "auto", "`auto`: bf16-mixed on a GPU that supports it, 32-true otherwise"
+    )
+    accelerator: Literal["auto", "cpu", "gpu", "cuda", "mps"] = setting(
+        "auto", "Lightning accelerator; `auto` takes a GPU where present"
+    )
     # Must be 1: multi-device (DDP) training is not supported; a sweep runs one worker per GPU.
-    devices: int = 1
-    # torch.use_deterministic_algorithms: bit-identical reruns on CPU.
-    deterministic: bool = True
-    log_every: int = 50
-    # torch.compile the encoder (GPU; costs seconds of compile time per run).
-    compile: bool = False
-    # 1: every seed trains alone. K > 1: seeds train in stacks of at most K as one vectorized
-    # model (lit_modules/systems/seed_parallel.py), every entry point alike: `ablate train` trains
-    # seed..seed+K-1, a sweep worker stacks up to K waiting cells of one variant, the W&B agent
-    # and a search trial a stack of one. A member's result does not depend on its stack; the
-    # path (1 or > 1) is part of the configuration, as the two agree only to float tolerance.
-    seed_parallel: int = 1
-    # Intra-op CPU threads of a cell (torch.set_num_threads): the thread count changes the float
-    # reduction order, so it is part of the configuration, set the same by every entry point.
-    cpu_threads: int = 1
-    # The CPU kernels' ISA (experiments/schema/machine.py): `native` lets ATen, oneDNN and MKL pick for
-    # this CPU; a pinned level sets their environment variables in every process before torch
-    # loads, so that two machines with that ISA can run the same kernels.
-    cpu_isa: Literal["native", "default", "avx2", "avx512"] = "native"
-    # 0: the run seed drives init, data order and dropout together. n > 0 (set by a spec's
-    # seed_factors): seed s initializes from s // n and orders the data by s % n, so that init
-    # and data order vary as separate, crossed factors; dropout stays keyed by s.
-    order_seeds: int = 0
-    # 1: off. c > 1 (set by seed_factors.numerics): a third crossed factor, the float rounding.
-    # Seed s = (init x c + level) x order_seeds + order, so c = 1 leaves every seed's streams as
-    # they were; level j > 0 moves each initial weight by one ulp (lit_modules/systems/ulp.py), the
-    # perturbation Summers & Dinneen (2021) found to change a run as much as a new seed.
-    numerics_levels: int = 1
+    devices: int = setting(1, "devices per run", Range(1, 1))
+    deterministic: bool = setting(True, "`torch.use_deterministic_algorithms`: bit-identical reruns on CPU")
+    log_every: int = setting(50, "steps between logged training metrics", STEPS)
+    compile: bool = setting(False, "`torch.compile` the encoder (GPU; costs seconds of compile time per run)")
+    # A sweep worker stacks up to K waiting cells of one variant (lit_modules/systems/seed_parallel.py),
+    # the W&B agent and a search trial a stack of one. A member's result does not depend on its
+    # stack; the path (1 or > 1) is part of the configuration, as the two agree only to float tolerance.
+    seed_parallel: int = setting(
+        1,
+        "`1`: every seed trains alone; `K > 1`: seeds train in stacks of at most K as one "
+        "vectorized model, the same in every entry point; `ablate train` trains seed..seed+K-1 "
+        "into `seed<k>/` folders. Part of the cell's configuration",
+        Range(1, 1024),
+    )
+    cpu_threads: int = setting(
+        1,
+        "intra-op CPU threads of a cell (`torch.set_num_threads`); the thread count changes float"
+        " reduction order and so results, so it is part of the configuration, set by every entry "
+        "point whatever the worker count",
+        Range(1, 1024),
+    )
+    # Pinned, two machines with that ISA can run the same kernels (experiments/schema/machine.py).
+    cpu_isa: Literal["native", "default", "avx2", "avx512"] = setting(
+        "native",
+        "`native`: the kernels torch picks for this CPU; `default` / `avx2` / `avx512`: ATen, oneDNN"
+        " and MKL pinned to that level (their environment variables, set in every worker before "
+        "torch loads; `ablate train` restarts itself with them); refused where the CPU lacks it. "
+        "Study-wide; the numerics each cell ran with are recorded either way",
+    )
+    # Init and data order then vary as separate, crossed factors.
+    order_seeds: int = setting(
+        0,
+        "`0`: the run seed drives init, data order and dropout together; `n > 0` (set by a spec's"
+        " `seed_factors`): seed s initializes from s // n and orders the data by s % n; dropout "
+        "stays keyed by s",
+        Range(0, 1_000_000),
+    )
+    # A third crossed factor, the float rounding (lit_modules/systems/ulp.py): the perturbation
+    # Summers & Dinneen (2021) found to change a run as much as a new seed. c = 1 leaves every
+    # seed's streams as they were.
+    numerics_levels: int = setting(
+        1,
+        "`1`: off; `c > 1` (set by `seed_factors.numerics`, needs `order_seeds`): seed s = (init x c +"
+        " j) x n + order, and level j > 0 moves every initial weight one ulp (torch.nextafter) in a "
+        "direction drawn from a generator seeded by j; dropout is keyed by the seed of level 0",
+        Range(1, 1_000_000),
+    )
 
     def __post_init__(self) -> None:
         many = isinstance(self.devices, int) and not isinstance(self.devices, bool) and self.devices > 1
@@ -221,34 +200,28 @@ SECTIONS: dict[str, type] = {
 }
 
 
+@documented
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainConfig:
     """Everything one run needs. ``seed`` fixes init, data order and dropout."""
 
-    RANGES = {"seed": SEED_RANGE}
-    # One line per field: what it means to a user (docs/pages/reference/config.md shows it).
-    DOCS = {
-        "model": "the encoder classifier",
-        "data": "the data set and its batches",
-        "optim": "AdamW and its schedule",
-        "trainer": "how `lightning.Trainer` runs",
-        "seed": (
-            "init, data order and dropout (`data.seed` alone fixes the data set, so seed variance is "
-            "training variance)"
-        ),
-        "plugins": (
-            "modules or `.py` files (relative to this file) that register components of your own, "
-            "imported before the config is checked, in every process"
-        ),
-    }
-
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    optim: OptimConfig = field(default_factory=OptimConfig)
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)
-    seed: int = 0
-    # Plugins (lit_modules/components/plugins.py): files made absolute, imported by from_dict before the sections.
-    plugins: tuple[str, ...] = ()
+    model: ModelConfig = setting(doc="the encoder classifier", factory=ModelConfig)
+    data: DataConfig = setting(doc="the data set and its batches", factory=DataConfig)
+    optim: OptimConfig = setting(doc="AdamW and its schedule", factory=OptimConfig)
+    trainer: TrainerConfig = setting(doc="how `lightning.Trainer` runs", factory=TrainerConfig)
+    seed: int = setting(
+        0,
+        "init, data order and dropout (`data.seed` alone fixes the data set, so seed variance is "
+        "training variance)",
+        SEED_RANGE,
+    )
+    # Plugins (lit_modules/components/plugins.py): files made absolute, imported by from_dict
+    # before the sections.
+    plugins: tuple[str, ...] = setting(
+        (),
+        "modules or `.py` files (relative to this file) that register components of your own, "
+        "imported before the config is checked, in every process",
+    )
 
     def __post_init__(self) -> None:
         plugins = self.plugins
@@ -301,13 +274,7 @@ class TrainConfig:
 
     def flat(self) -> dict[str, Any]:
         """``{"model.d_model": 64, ..., "seed": 0}``: for W&B, Optuna and CSV."""
-        out: dict[str, Any] = {}
-        for section, values in self.to_dict().items():
-            if isinstance(values, dict):
-                out.update({f"{section}.{k}": v for k, v in values.items()})
-            else:
-                out[section] = values
-        return out
+        return flatten(self.to_dict(), depth=1)  # the dotted override keys: section.field
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:

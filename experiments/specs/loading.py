@@ -15,6 +15,7 @@ import yaml
 from ablate.errors import ConfigError, require, user_path
 from ablate.experiments.schema.config import SECTIONS, TrainConfig
 from ablate.experiments.schema.parsing import check_size, parse_overrides
+from ablate.files import input_file
 from ablate.lit_modules.components import plugins
 
 
@@ -40,12 +41,7 @@ MAX_YAML_BYTES = 1 << 20  # 1 MiB: the largest shipped spec is 3 KB
 
 def read_yaml(path: str | Path) -> Any:
     """Read a YAML file, turning a missing or malformed file into a ConfigError."""
-    path = user_path(str(path), "YAML file")
-    require(not path.is_dir(), f"{path} is a folder; give a YAML file")
-    if path.exists() and not path.is_file():
-        raise ConfigError(f"{path} is not a regular file (a device, FIFO or socket); give a YAML file")
-    if not path.is_file():
-        raise ConfigError(f"file not found: {path}")
+    path = input_file(path)  # a file, not a folder, a device or nothing
     size = path.stat().st_size
     require(
         size <= MAX_YAML_BYTES, f"{path} is {size:,} bytes; a config or spec holds at most {MAX_YAML_BYTES:,}"

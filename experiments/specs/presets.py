@@ -10,7 +10,8 @@ from typing import Any
 from ablate.errors import ConfigError
 from ablate.experiments.specs.loading import read_yaml
 from ablate.experiments.specs.shipped import CONFIGS
-from ablate.experiments.specs.spec import ExperimentSpec, load_spec
+from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.experiments.specs.spec_file import load_spec
 
 PRESETS = CONFIGS / "presets"
 

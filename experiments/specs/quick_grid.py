@@ -102,7 +102,7 @@ def load_sweep(
     or a quick grid over a train config's comma-listed overrides."""
     from ablate.experiments.specs.loading import read_yaml
     from ablate.experiments.specs.shipped import resolve
-    from ablate.experiments.specs.spec import checked, load_spec, spec_from_dict
+    from ablate.experiments.specs.spec_file import checked, load_spec, spec_from_dict
 
     path = resolve(given, ("spec", "config"), "experiment spec or train config")
     plain, lists = split_overrides(overrides)

@@ -4,80 +4,149 @@ A variant is a set of dotted overrides on the base; the baseline is the one
 variant with none. Validation happens before anything runs: every variant
 must build a valid TrainConfig, change at least one value, and name existing
 keys only.
+
+One schema: each field of ``ExperimentSpec`` says which key of a spec file gives it, whether a
+file must have it, and how it is written to spec.json and read back (``_spec_field``). The keys
+a spec file may hold (``SPEC_KEYS``), the required ones, ``to_dict`` and ``spec_from_resolved``
+are read from the fields; spec_file.py reads a spec file one section at a time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import re
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from ablate.errors import ConfigError, require, user_path
+from ablate.errors import ConfigError, choices, require
 from ablate.experiments.schema.config import TrainConfig, without_later_defaults
-from ablate.experiments.schema.memory import check_memory
-from ablate.experiments.schema.parsing import as_mapping, parse_overrides
+from ablate.experiments.schema.parsing import parse_overrides
 from ablate.experiments.schema.seeds import (
     AdaptiveSeeds,
-    default_seed_count,
     parse_adaptive,
-    parse_seed_factors,
-    parse_seeds,
 )
-from ablate.experiments.specs.loading import absolute_paths, absolute_plugins, absolute_sections, read_yaml
 from ablate.experiments.specs.search_spec import SearchSpec, parse_search
-from ablate.lit_modules.components.plugins import import_plugins
 
-SPEC_KEYS = (
-    "name",
-    "description",
-    "base",
-    "overrides",
-    "variants",
-    "seeds",
-    "seed_factors",
-    "heatmap_seeds",
-    "metric",
-    "extra_metrics",
-    "direction",
-    "wandb_project",
-    "tags",
-    "profiles",
-    "search",
-    "plugins",
-)
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # fullmatch: "x\n" is no name
+Loaded = dict[str, Any]  # the fields spec_from_resolved has read so far (search needs the base)
+
+
+def _spec_field(
+    default: Any = dataclasses.MISSING,
+    *,
+    doc: str,
+    key: str | None = None,
+    required: bool = False,
+    newer: bool = False,
+    dump: Callable[[Any], Any] | None = None,
+    load: Callable[[Any, Loaded], Any] | None = None,
+    factory: Any = dataclasses.MISSING,
+) -> Any:
+    """A field of the spec and its rules: ``key``, the spec file's key that gives it (None: the
+    file does not name it); ``required``, a file must have that key; ``newer``, spec.json files
+    from before the field existed lack it (absent reads as the default); ``dump`` and ``load``,
+    its value to spec.json and back (None: as it is)."""
+    metadata = {"doc": doc, "key": key, "required": required, "newer": newer, "dump": dump, "load": load}
+    return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
+
+
+def _to_dict(value: Any) -> Any:
+    return None if value is None else value.to_dict()
+
+
+def _tuple(value: Any, _: Loaded) -> tuple:
+    return tuple(value)
+
+
+def _seed_lists(value: dict[str, tuple[int, ...]]) -> dict[str, list[int]]:
+    return {v: list(s) for v, s in value.items()}
+
+
+def _seed_tuples(value: dict[str, list[int]] | None, _: Loaded) -> dict[str, tuple[int, ...]]:
+    return {v: tuple(s) for v, s in (value or {}).items()}
+
+
+def _load_base(value: dict[str, Any], _: Loaded) -> TrainConfig:
+    return TrainConfig.from_dict(value)
+
+
+def _load_search(value: dict[str, Any] | None, loaded: Loaded) -> SearchSpec | None:
+    return parse_search(value, loaded["base"], "") if value else None
+
+
+def _load_adaptive(value: dict[str, Any] | None, _: Loaded) -> AdaptiveSeeds | None:
+    return parse_adaptive(value, "") if value else None
 
 
 @dataclass(frozen=True, kw_only=True)
 class ExperimentSpec:
-    name: str
-    base: TrainConfig
-    # variant name -> dotted overrides; the baseline has none.
-    variants: dict[str, dict[str, Any]]
-    seeds: tuple[int, ...]
-    heatmap_seeds: tuple[int, ...]
-    metric: str = "test/acc"
-    # Further metrics reported with the same statistics (e.g. test_long/acc).
-    extra_metrics: tuple[str, ...] = ()
-    direction: Literal["maximize", "minimize"] = "maximize"
-    wandb_project: str | None = None
-    tags: tuple[str, ...] = ()
-    description: str = ""
-    # The overrides applied to the base from the command line or a profile.
-    base_overrides: dict[str, Any] = field(default_factory=dict)
-    search: SearchSpec | None = None
-    # Set on a spec built by ``ablate search --then-evaluate``: variant -> tuned parameters.
-    tuned: dict[str, dict[str, Any]] | None = None
-    # Adaptive seeds (``seeds: {min, ...}``) and the seeds its rounds added, per variant.
-    adaptive: AdaptiveSeeds | None = None
-    extra_seeds: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    # ``seed_factors: {init: a, data_order: b[, numerics: c]}``: seeds 0..abc-1, seed
-    # s = (init x c + numerics) x b + order (TrainConfig.seed_streams; c = 1 without numerics).
-    seed_factors: dict[str, int] | None = None
+    # The fields in the order spec.json holds them (to_dict).
+    name: str = _spec_field(key="name", required=True, doc="the study's name: letters, digits, _ - .")
+    description: str = _spec_field("", key="description", newer=True, doc="one line about the study")
+    base: TrainConfig = _spec_field(
+        key="base", required=True, dump=_to_dict, load=_load_base, doc="the train config, inline or a path"
+    )
+    variants: dict[str, dict[str, Any]] = _spec_field(
+        key="variants", required=True, doc="variant name -> dotted overrides; the baseline has none"
+    )
+    seeds: tuple[int, ...] = _spec_field(
+        key="seeds", dump=list, load=_tuple, doc="a count (0..n-1), a list, or an adaptive schedule"
+    )
+    heatmap_seeds: tuple[int, ...] = _spec_field(
+        key="heatmap_seeds", dump=list, load=_tuple, doc="the seeds whose attention maps are drawn"
+    )
+    metric: str = _spec_field(
+        "test/acc", key="metric", doc="the primary metric (val|test|test_long / acc|f1|loss)"
+    )
+    extra_metrics: tuple[str, ...] = _spec_field(
+        (),
+        key="extra_metrics",
+        newer=True,
+        dump=list,
+        load=_tuple,
+        doc="further metrics reported with the same statistics (e.g. test_long/acc)",
+    )
+    direction: Literal["maximize", "minimize"] = _spec_field(
+        "maximize", key="direction", doc="maximize a score, minimize a loss"
+    )
+    wandb_project: str | None = _spec_field(None, key="wandb_project", newer=True, doc="the W&B project")
+    tags: tuple[str, ...] = _spec_field((), key="tags", newer=True, dump=list, load=_tuple, doc="W&B tags")
+    base_overrides: dict[str, Any] = _spec_field(
+        key="overrides",
+        newer=True,
+        factory=dict,
+        doc="the overrides applied to the base: the file's, then a profile's, then the command line's",
+    )
+    search: SearchSpec | None = _spec_field(
+        None,
+        key="search",
+        newer=True,
+        dump=_to_dict,
+        load=_load_search,
+        doc="per-variant tuning (ablate search)",
+    )
+    tuned: dict[str, dict[str, Any]] | None = _spec_field(
+        None, newer=True, doc="set by `ablate search --then-evaluate`: variant -> tuned parameters"
+    )
+    adaptive: AdaptiveSeeds | None = _spec_field(
+        None, newer=True, dump=_to_dict, load=_load_adaptive, doc="adaptive seeds (`seeds: {min, ...}`)"
+    )
+    # seed s = (init x c + numerics) x b + order (TrainConfig.seed_streams; c = 1 without numerics).
+    seed_factors: dict[str, int] | None = _spec_field(
+        None,
+        key="seed_factors",
+        newer=True,
+        doc="`{init: a, data_order: b[, numerics: c]}`: crossed seed factors, seeds 0..abc-1",
+    )
+    extra_seeds: dict[str, tuple[int, ...]] = _spec_field(
+        newer=True,
+        factory=dict,
+        dump=_seed_lists,
+        load=_seed_tuples,
+        doc="the seeds that adaptive rounds added, per variant",
+    )
 
     @property
     def baseline(self) -> str:
@@ -145,259 +214,41 @@ class ExperimentSpec:
         return {r["name"]: r["sha256"] for r in self.plugin_records()}
 
     def to_dict(self) -> dict[str, Any]:
-        return (
-            {
-                "name": self.name,
-                "description": self.description,
-                "base": self.base.to_dict(),
-                "variants": self.variants,
-                "seeds": list(self.seeds),
-                "heatmap_seeds": list(self.heatmap_seeds),
-                "metric": self.metric,
-                "extra_metrics": list(self.extra_metrics),
-                "direction": self.direction,
-                "wandb_project": self.wandb_project,
-                "tags": list(self.tags),
-                "base_overrides": self.base_overrides,
-                "search": self.search.to_dict() if self.search else None,
-                "tuned": self.tuned,
-                "adaptive": self.adaptive.to_dict() if self.adaptive else None,
-                "seed_factors": self.seed_factors,
-                "extra_seeds": {v: list(s) for v, s in self.extra_seeds.items()},
-            }
-            | ({"plugin_sources": sources} if (sources := self.plugin_sources()) else {})
-            | ({"data_sources": data} if (data := self.data_sources()) else {})
-        )
+        """What spec.json holds: every field as JSON data, in field order, then the SHA-256 of
+        each plugin's source and of each local data file the cells read (when there are any)."""
+        out = {f.name: _dumped(f, getattr(self, f.name)) for f in dataclasses.fields(self)}
+        if sources := self.plugin_sources():
+            out["plugin_sources"] = sources
+        if data := self.data_sources():
+            out["data_sources"] = data
+        return out
 
 
-STUDY_WIDE = (
-    "trainer.seed_parallel",
-    "trainer.cpu_threads",
-    "trainer.order_seeds",
-    "trainer.numerics_levels",
-    "trainer.cpu_isa",
-    "plugins",
-)
+def _dumped(f: dataclasses.Field, value: Any) -> Any:
+    dump = f.metadata["dump"]
+    return value if dump is None else dump(value)
 
 
-def spec_from_dict(
-    raw: dict[str, Any],
-    *,
-    source: Path | None = None,
-    overrides: list[str] | None = None,
-    profile: str | None = None,
-) -> ExperimentSpec:
-    """Build and validate a spec. Relative paths in it (``base:``, ``data.source``) resolve against
-    the folder of ``source`` (the current folder without one); ``overrides`` (the command line's)
-    against the current folder."""
-    where = f"{source}: " if source else ""
-    folder = source.parent if source is not None else Path.cwd()
-    require(isinstance(raw, dict), f"{where}an experiment spec must be a YAML mapping")
-    as_mapping(raw, f"{where}the experiment spec")
-    unknown = sorted(set(raw) - set(SPEC_KEYS))
-    require(not unknown, f"{where}unknown experiment key(s) {unknown}; valid: {', '.join(SPEC_KEYS)}")
-    for key in ("name", "base", "variants"):
-        require(key in raw, f"{where}the experiment spec needs '{key}'")
-    name = raw["name"]
-    require(
-        isinstance(name, str) and bool(NAME_RE.fullmatch(name)),
-        f"{where}name={name!r}: use letters, digits, '_', '-', '.'",
-    )
-
-    plugins = absolute_plugins(raw.get("plugins") or [], folder)
-    require(
-        isinstance(plugins, list) and all(isinstance(p, str) and p.strip() for p in plugins),
-        f"{where}plugins must be a list of module names or .py files, got {raw.get('plugins')!r}",
-    )
-    import_plugins(plugins)  # before the base: it may already name a plugin's component
-    base = _base(raw["base"], folder, where)
-    if plugins:
-        base = base.override({"plugins": [*base.plugins, *plugins]})
-
-    # The spec's own overrides, then a profile's, then the command line's.
-    base_overrides = _file_overrides(raw.get("overrides"), f"{where}overrides", folder)
-    profiles = as_mapping(raw.get("profiles"), f"{where}profiles")
-    # Every profile is type-checked; the chosen one is applied.
-    parsed = {name: _file_overrides(p, f"{where}profile {name!r}", folder) for name, p in profiles.items()}
-    if profile is not None:
-        require(
-            profile in profiles, f"{where}no profile {profile!r}; this spec has {sorted(profiles) or 'none'}"
-        )
-        base_overrides.update(parsed[profile])
-    base_overrides.update(absolute_paths(parse_overrides(overrides, "the command line"), Path.cwd()))
-    base = base.override(base_overrides)
-
-    variants_raw = as_mapping(raw["variants"], f"{where}variants")
-    require(bool(variants_raw), f"{where}variants must be a non-empty mapping name -> overrides")
-    variants: dict[str, dict[str, Any]] = {}
-    for vname, ov in variants_raw.items():
-        require(bool(NAME_RE.fullmatch(vname)), f"{where}variant name {vname!r} is not valid")
-        ov = _file_overrides(ov, f"{where}variant {vname!r}", folder)
-        require("seed" not in ov, f"{where}variant {vname!r} sets 'seed'; seeds come from the spec's seeds")
-        shared = sorted(set(ov) & set(STUDY_WIDE))
-        require(
-            not shared,
-            f"{where}variant {vname!r} sets {', '.join(shared)}: every cell of a study trains on the same "
-            "path and numerics; set it in the base, the spec's overrides or on the command line",
-        )
-        try:
-            cfg = base.override(ov)
-        except ConfigError as err:
-            raise ConfigError(f"{where}variant {vname!r}: {err}") from None
-        if ov and cfg == base:
-            raise ConfigError(f"{where}variant {vname!r} changes nothing: {ov} equals the base config")
-        try:
-            check_memory(cfg)
-        except ConfigError as err:
-            raise ConfigError(f"{where}variant {vname!r}: {err}") from None
-        variants[vname] = ov
-    baselines = [v for v, ov in variants.items() if not ov]
-    require(
-        len(baselines) == 1,
-        f"{where}exactly one variant must have no overrides (the baseline); found {baselines or 'none'}",
-    )
-
-    adaptive = parse_adaptive(raw["seeds"], where) if isinstance(raw.get("seeds"), dict) else None
-    seeds = (
-        tuple(range(adaptive.min))
-        if adaptive
-        else parse_seeds(raw.get("seeds", default_seed_count(len(variants) - 1)), "seeds")
-    )
-    factors = parse_seed_factors(raw["seed_factors"], where) if raw.get("seed_factors") is not None else None
-    if factors is not None:
-        require(
-            "seeds" not in raw, f"{where}give seeds or seed_factors, not both (seed_factors sets the seeds)"
-        )
-        streams = {"trainer.order_seeds": factors["data_order"]}
-        if "numerics" in factors:  # absent: the base keeps numerics_levels 1, as before it existed
-            streams["trainer.numerics_levels"] = factors["numerics"]
-        seeds = tuple(range(factors["init"] * factors["data_order"] * factors.get("numerics", 1)))
-        base_overrides.update(streams)
-        base = base.override(streams)
-    heatmap_seeds = parse_seeds(raw.get("heatmap_seeds", [seeds[0]]), "heatmap_seeds")
-    missing = sorted(set(heatmap_seeds) - set(seeds))
-    require(not missing, f"{where}heatmap_seeds {missing} are not among seeds {list(seeds)}")
-    metric = raw.get("metric", "test/acc")
-    extra_metrics = raw.get("extra_metrics") or []
-    require(isinstance(extra_metrics, list), f"{where}extra_metrics must be a list of metric names")
-    valid_metrics = [f"{s}/{m}" for s in ("val", "test", "test_long") for m in ("acc", "f1", "loss")]
-    for m in [metric, *extra_metrics]:
-        require(
-            m in valid_metrics, f"{where}metric {m!r} is not logged; choose one of {', '.join(valid_metrics)}"
-        )
-        require(
-            not m.startswith("test_long/") or base.data.long_test_factor > 0,
-            f"{where}metric {m!r} needs data.long_test_factor > 0 in the base config",
-        )
-    direction = raw.get("direction", "maximize")
-    require(
-        direction in ("maximize", "minimize"),
-        f"{where}direction={direction!r}; choose 'maximize' or 'minimize'",
-    )
-    wanted = "minimize" if metric.endswith("/loss") else "maximize"
-    require(
-        direction == wanted,
-        f"{where}metric {metric!r} is {'a loss: lower' if wanted == 'minimize' else 'a score: higher'} is "
-        f"better, so direction must be {wanted!r}, not {direction!r}",
-    )
-    tags = raw.get("tags") or []
-    require(
-        isinstance(tags, list) and all(_is_scalar(t) for t in tags),
-        f"{where}tags must be a list of strings, got {tags!r}",
-    )
-    for key in ("description", "wandb_project"):
-        value = raw.get(key)
-        require(
-            value is None or isinstance(value, str),
-            f"{where}{key} must be a string, got {type(value).__name__} {value!r}",
-        )
-    search = parse_search(raw["search"], base, where, folder) if raw.get("search") is not None else None
-    return ExperimentSpec(
-        name=name,
-        base=base,
-        variants=variants,
-        seeds=seeds,
-        heatmap_seeds=heatmap_seeds,
-        metric=metric,
-        extra_metrics=tuple(extra_metrics),
-        direction=direction,
-        wandb_project=raw.get("wandb_project"),
-        tags=tuple(str(t) for t in tags),
-        description=raw.get("description") or "",
-        base_overrides=base_overrides,
-        search=search,
-        adaptive=adaptive,
-        seed_factors=factors,
-    )
-
-
-def _base(value: Any, folder: Path, where: str) -> TrainConfig:
-    """``base:``, a train config inline or a path to one: relative to the spec's folder, and the
-    base file's own relative paths relative to its folder."""
-    if isinstance(value, str):
-        path = folder / user_path(value, f"{where}base")
-        value, folder = read_yaml(path), path.parent
-    require(isinstance(value, dict), f"{where}base must be a train config mapping or a path to one")
-    return TrainConfig.from_dict(absolute_sections(value, folder))
-
-
-def _file_overrides(value: Any, place: str, folder: Path) -> dict[str, Any]:
-    """Dotted overrides written in a spec (a mapping, or nothing): paths relative to its folder."""
-    return absolute_paths(parse_overrides(as_mapping(value, place), place), folder)
-
-
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
-
-
-def load_spec(
-    path: str | Path,
-    overrides: list[str] | None = None,
-    profile: str | None = None,
-    seeds: int | None = None,
-) -> ExperimentSpec:
-    """The spec file, validated, and refused if this machine cannot run some variant; ``seeds``
-    (``--seeds N``) replaces the file's ``seeds:``."""
-    path = Path(path)
-    raw = read_yaml(path)
-    if seeds is not None and isinstance(raw, dict):
-        require(
-            "seed_factors" not in raw,
-            f"{path}: --seeds {seeds} cannot replace seed_factors (they set the seeds); edit the spec",
-        )
-        raw = {**raw, "seeds": seeds}
-    return checked(spec_from_dict(raw, source=path, overrides=overrides, profile=profile))
-
-
-def checked(spec: ExperimentSpec) -> ExperimentSpec:
-    """``spec``, refused if this machine cannot run some variant (a GPU profile on a CPU)."""
-    for variant in spec.variants:
-        spec.cell_config(variant, spec.seeds[0]).trainer.check_machine()
-    return spec
+FIELDS = dataclasses.fields(ExperimentSpec)
+DEFAULTS = {f.name: f.default for f in FIELDS if f.default is not dataclasses.MISSING}
+# Keys of a spec file that fill no field of their own: profiles (named base overrides, one chosen
+# by --profile) and plugins (added to the base's plugins).
+FILE_ONLY_KEYS = ("profiles", "plugins")
+SPEC_KEYS = (*(f.metadata["key"] for f in FIELDS if f.metadata["key"]), *FILE_ONLY_KEYS)
+REQUIRED_KEYS = tuple(f.metadata["key"] for f in FIELDS if f.metadata["required"])
+DIRECTIONS: tuple[str, ...] = choices(ExperimentSpec, "direction")  # type: ignore[assignment]
 
 
 def spec_from_resolved(d: dict[str, Any]) -> ExperimentSpec:
-    """Rebuild a spec from ``ExperimentSpec.to_dict()`` (overrides already applied)."""
-    base = TrainConfig.from_dict(d["base"])
-    return ExperimentSpec(
-        name=d["name"],
-        base=base,
-        variants=d["variants"],
-        seeds=tuple(d["seeds"]),
-        heatmap_seeds=tuple(d["heatmap_seeds"]),
-        metric=d["metric"],
-        extra_metrics=tuple(d.get("extra_metrics", ())),
-        direction=d["direction"],
-        wandb_project=d.get("wandb_project"),
-        tags=tuple(d.get("tags", ())),
-        description=d.get("description", ""),
-        base_overrides=d.get("base_overrides", {}),
-        search=parse_search(d["search"], base, "") if d.get("search") else None,
-        tuned=d.get("tuned"),
-        adaptive=parse_adaptive(d["adaptive"], "") if d.get("adaptive") else None,
-        extra_seeds={v: tuple(s) for v, s in (d.get("extra_seeds") or {}).items()},
-        seed_factors=d.get("seed_factors"),
-    )
+    """Rebuild a spec from ``ExperimentSpec.to_dict()`` (overrides already applied): each field
+    read by its ``load``; a ``newer`` field's absent key is its default, another's a KeyError."""
+    loaded: Loaded = {}
+    for f in FIELDS:
+        if f.name not in d and f.metadata["newer"]:
+            continue
+        load = f.metadata["load"]
+        loaded[f.name] = d[f.name] if load is None else load(d[f.name], loaded)
+    return ExperimentSpec(**loaded)
 
 
 def cell_from_args(spec: ExperimentSpec, args: list[str]) -> tuple[str, int, TrainConfig]:

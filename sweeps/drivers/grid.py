@@ -18,8 +18,8 @@ from ablate.errors import ConfigError
 from ablate.experiments.schema.machine import isa_env
 from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.files import new_output_folder, write_json, write_yaml
-from ablate.sweeps.drivers.launcher import Launcher
-from ablate.sweeps.drivers.loop import console, prepare_run, run_workers
+from ablate.sweeps.drivers.loop import Watch, WorkerCommand, console, prepare_run, run_workers
+from ablate.sweeps.drivers.options import RunOptions
 from ablate.sweeps.drivers.outcome import Outcome, check_shared_failure, grid_outcome, shared_failure_message
 from ablate.sweeps.ledger.cells import CellStore, collect_rows, open_store
 from ablate.sweeps.ledger.run_folder import check_run_folder, mark_run_folder
@@ -94,14 +94,7 @@ def prepare_data(specs: list[ExperimentSpec]) -> None:
                 console.print(f"{who}: warning: {warning}", markup=False, style="yellow", soft_wrap=True)
 
 
-def _open(
-    spec: ExperimentSpec,
-    run_dir: Path,
-    storage: str | None,
-    workers: int,
-    hb: dict[str, int],
-    retry_failed: bool,
-) -> Grid:
+def _open(spec: ExperimentSpec, run_dir: Path, options: RunOptions) -> Grid:
     """Check and claim the run folder, open (or create) the study, and forgive failed cells if asked."""
     if warning := reach_warning(spec):
         console.print(
@@ -109,13 +102,13 @@ def _open(
             markup=False,
             style="yellow",
         )
-    url = prepare_run(run_dir, storage, workers)
+    url = prepare_run(run_dir, options.storage, options.workers)
     with new_output_folder(run_dir):
         check_run_folder(run_dir, "sweep", spec.name)
-        store = open_store(spec, url, create=True, **hb)
+        store = open_store(spec, url, create=True, **options.heartbeats)
         mark_run_folder(run_dir, "sweep", spec.name)
     grid = Grid(spec, store, run_dir, url, file_identity(url))
-    if retry_failed and (retried := store.retry_failed()):
+    if options.retry_failed and (retried := store.retry_failed()):
         console.print(
             f"{spec.name}: retrying {len(retried)} cell(s) that had failed for good: {', '.join(retried)}",
             markup=False,
@@ -123,57 +116,66 @@ def _open(
     return grid
 
 
-def _run_round(
-    grids: list[Grid],
-    storage: str | None,
-    *,
-    title: str,
-    workers: int,
-    use_wandb: bool,
-    heartbeat_s: int,
-    grace_s: int,
-    launcher: Launcher | None,
-) -> None:
+def _run_round(grids: list[Grid], options: RunOptions, *, title: str) -> None:
     """Write the specs the workers read, enqueue their cells, run workers until none is left. The
     workers claim from the grids in this order (the most expensive cells first: no core waits for
     a long tail). A grid whose first cells all fail with the same error stops early (the workers
     check, sweeps/drivers/outcome.py ``shared_failure``); its message is printed once, here."""
     since = datetime.now()  # this round's attempts: what the stop rule looks at
+    _write_round(grids)
+    left = sum(c.state != "complete" for g in grids for c in g.store.states().values())
+    pin = _one_pin(grids, title)
+    run_workers(
+        WorkerCommand("ablate.sweeps.drivers.worker", _worker_args(grids, options, since), isa_env(pin)),
+        grids[0].run_dir,
+        options,
+        # No more workers than cells left: the rest would only wait.
+        workers=max(1, min(options.workers, left)),
+        # One URL for every study (a --storage given), else each run folder's own study.db.
+        url=grids[0].url if options.storage is not None or len(grids) == 1 else None,
+        watch=Watch(title, sum(len(g.spec.cells()) for g in grids), lambda: _progress(grids)),
+    )
+    _note_stops(grids, since)
+
+
+def _write_round(grids: list[Grid]) -> None:
+    """The spec each study's workers read (spec.json; spec.yaml for people), and its cells."""
     for g in grids:
         write_json(g.run_dir / "spec.json", g.spec.to_dict())
         write_yaml(g.run_dir / "spec.yaml", g.spec.to_dict())
         g.store.ensure_cells()
 
-    def poll() -> tuple[int, str]:
-        states = [c for g in grids for c in g.store.states().values()]
-        running = sum(c.state == "running" for c in states)
-        failed = sum(c.state == "failed" for c in states)
-        done = sum(c.state == "complete" for c in states)
-        return done, f"{running} running" + (f", {failed} failed" if failed else "")
 
-    args = [a for g in grids for a in ("--run-dir", str(g.run_dir))]  # the storage: STORAGE_ENV
-    args += ["--heartbeat", str(heartbeat_s), "--grace", str(grace_s), "--since", since.isoformat()]
-    args += ["--no-wandb"] if not use_wandb else []
-    left = sum(c.state != "complete" for g in grids for c in g.store.states().values())
+def _progress(grids: list[Grid]) -> tuple[int, str]:
+    """(cells complete, "N running[, M failed]") over every grid of the round."""
+    states = [c for g in grids for c in g.store.states().values()]
+    running = sum(c.state == "running" for c in states)
+    failed = sum(c.state == "failed" for c in states)
+    done = sum(c.state == "complete" for c in states)
+    return done, f"{running} running" + (f", {failed} failed" if failed else "")
+
+
+def _worker_args(grids: list[Grid], options: RunOptions, since: datetime) -> list[str]:
+    """The workers' command line: every run folder, the options and the round's start (the
+    storage URL travels in STORAGE_ENV, never here)."""
+    args = [a for g in grids for a in ("--run-dir", str(g.run_dir))]
+    args += [*options.worker_args(), "--since", since.isoformat()]
+    return args + (["--no-wandb"] if not options.use_wandb else [])
+
+
+def _one_pin(grids: list[Grid], title: str) -> str:
+    """The CPU ISA every study of the round pins (one set of workers runs one)."""
     pins = {g.spec.base.trainer.cpu_isa for g in grids}
     if len(pins) > 1:
         raise ConfigError(
             f"{title}: the studies pin different CPU ISAs ({', '.join(sorted(pins))}); one set of workers "
             "runs one; sweep them one at a time"
         )
-    run_workers(
-        "ablate.sweeps.drivers.worker",
-        args,
-        grids[0].run_dir,
-        workers=max(1, min(workers, left)),  # no more workers than cells left: the rest would only wait
-        title=title,
-        total=sum(len(g.spec.cells()) for g in grids),
-        poll=poll,
-        # One URL for every study (a --storage given), else each run folder's own study.db.
-        url=grids[0].url if storage is not None or len(grids) == 1 else None,
-        launcher=launcher,
-        env=isa_env(pins.pop()),
-    )
+    return pins.pop()
+
+
+def _note_stops(grids: list[Grid], since: datetime) -> None:
+    """Each grid whose cells of this round all failed alike: stopped, with its message printed."""
     for g in grids:
         check = check_shared_failure(g.store, since)
         g.stopped = shared_failure_message(g.spec.name, check.stop) if check.stop else None
@@ -222,68 +224,42 @@ def _next_round(spec: ExperimentSpec, store: CellStore) -> ExperimentSpec | None
     return grown
 
 
-def sweep(
-    spec: ExperimentSpec,
-    run_dir: Path,
-    *,
-    storage: str | None = None,
-    workers: int = 1,
-    use_wandb: bool = True,
-    heartbeat_s: int = 10,
-    grace_s: int = 30,
-    launcher: Launcher | None = None,
-    retry_failed: bool = False,
-) -> tuple[dict[str, Any], Outcome]:
+def sweep(spec: ExperimentSpec, run_dir: Path, options: RunOptions) -> tuple[dict[str, Any], Outcome]:
     """Run (or resume) every cell, then report; the summary and the cell counts (complete, failed
-    for good, missing). With adaptive seeds, in rounds (sweeps/drivers/adaptive.py). ``launcher``: where
-    the workers run (sweeps/drivers/launcher.py; default ``--workers`` processes here). ``retry_failed``:
-    run again the cells that failed for good (their cause fixed)."""
-    hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
+    for good, missing). With adaptive seeds, in rounds (sweeps/drivers/adaptive.py).
+    ``options.launcher``: where the workers run (sweeps/drivers/launcher.py; default
+    ``options.workers`` processes here); ``options.retry_failed``: run again the cells that
+    failed for good (their cause fixed)."""
     prepare_data([spec])
-    grid = _open(spec, run_dir, storage, workers, hb, retry_failed)
+    grid = _open(spec, run_dir, options)
     if spec.adaptive is not None:  # resume: the seeds earlier rounds added
         added = grid.store.study.user_attrs.get("extra_seeds", {})
         grid.spec = dataclasses.replace(spec, extra_seeds={v: tuple(s) for v, s in added.items()})
-        grid.store = open_store(grid.spec, grid.url, **hb)
-    opts = {"workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s, "grace_s": grace_s}
+        grid.store = open_store(grid.spec, grid.url, **options.heartbeats)
     while True:
-        _run_round([grid], storage, title=grid.spec.name, launcher=launcher, **opts)
+        _run_round([grid], options, title=grid.spec.name)
         if grid.stopped:  # no next round of seeds for a study whose cells all fail
-            return _finish(grid, use_wandb)
+            return _finish(grid, options.use_wandb)
         grown = _next_round(grid.spec, grid.store) if spec.adaptive is not None else None
         if grown is None:
-            return _finish(grid, use_wandb)
-        grid.spec, grid.store = grown, open_store(grown, grid.url, **hb)
+            return _finish(grid, options.use_wandb)
+        grid.spec, grid.store = grown, open_store(grown, grid.url, **options.heartbeats)
 
 
 def sweep_pool(
-    specs: list[tuple[ExperimentSpec, Path]],
-    *,
-    title: str,
-    storage: str | None = None,
-    workers: int = 1,
-    use_wandb: bool = True,
-    heartbeat_s: int = 10,
-    grace_s: int = 30,
-    launcher: Launcher | None = None,
-    retry_failed: bool = False,
+    specs: list[tuple[ExperimentSpec, Path]], *, title: str, options: RunOptions
 ) -> list[tuple[dict[str, Any], Outcome]]:
     """Several studies (a preset's experiments) with one set of workers that claim cells from any
     of them, the most expensive study's first (``cell_cost``), so that the studies overlap and no
     core waits for one study's tail; then each study's report. A cell's number is the same as in
     its own sweep (it depends on its config and seed only). With an adaptive spec among them (its
     rounds need their own workers), or one spec, each runs as ``sweep``, one after another."""
-    opts = {"storage": storage, "workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s}
-    opts |= {"grace_s": grace_s, "launcher": launcher, "retry_failed": retry_failed}
     prepare_data([s for s, _ in specs])  # every study's data, before the first study runs
     if len(specs) == 1 or any(s.adaptive is not None for s, _ in specs):  # rounds need their own workers
-        return [sweep(s, d, **opts) for s, d in specs]  # type: ignore[arg-type]
-    hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
-    grids = [_open(s, d, storage, workers, hb, retry_failed) for s, d in specs]
-    order = sorted(grids, key=lambda g: -cell_cost(g.spec))
-    opts = {"workers": workers, "use_wandb": use_wandb, "heartbeat_s": heartbeat_s, "grace_s": grace_s}
-    _run_round(order, storage, title=title, launcher=launcher, **opts)
-    return [_finish(g, use_wandb) for g in grids]
+        return [sweep(s, d, options) for s, d in specs]
+    grids = [_open(s, d, options) for s, d in specs]
+    _run_round(sorted(grids, key=lambda g: -cell_cost(g.spec)), options, title=title)
+    return [_finish(g, options.use_wandb) for g in grids]
 
 
 def cell_cost(spec: ExperimentSpec) -> float:

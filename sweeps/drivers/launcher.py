@@ -162,12 +162,18 @@ def make_executor(launcher: Launcher, folder: Path, name: str) -> Any:
 
 
 def start_jobs(
-    launcher: Launcher, command: list[str], workers: int, run_dir: Path, name: str
+    launcher: Launcher,
+    command: list[str],
+    workers: int,
+    run_dir: Path,
+    name: str,
+    env: dict[str, str] | None = None,
 ) -> list[JobHandle]:
-    """Submit ``workers`` jobs running ``command`` (one SLURM array); their logs go to run_dir/jobs."""
+    """Submit ``workers`` jobs running ``command`` (one SLURM array); their logs go to run_dir/jobs.
+    ``env``: variables each job's worker starts with (pickled with the job: nothing secret)."""
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     executor = make_executor(launcher, run_dir / "jobs", name)
-    envs = [_job_env(launcher, i) for i in range(workers)]
+    envs = [{**(env or {}), **_job_env(launcher, i)} for i in range(workers)]
     with executor.batch():
         jobs = [executor.submit(WorkerJob(command, env)) for env in envs]
     return [JobHandle(job) for job in jobs]

@@ -19,7 +19,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +36,7 @@ from rich.progress import (
 
 from ablate.errors import ConfigError
 from ablate.sweeps.drivers.launcher import Launcher, start_jobs
+from ablate.sweeps.drivers.options import RunOptions
 from ablate.sweeps.ledger.journal import is_journal, journal_path, journal_url
 from ablate.sweeps.ledger.secrets import STORAGE_ENV, shown
 from ablate.sweeps.ledger.storage import default_storage, heartbeat, retry_db
@@ -174,7 +175,30 @@ def worker_command(module: str, args: list[str]) -> list[str]:
     return [sys.executable, "-P", str(Path(__file__).resolve().with_name("entry.py")), module, *args]
 
 
+@dataclass(frozen=True)
+class WorkerCommand:
+    """What every worker runs: ``module`` (python -m style, started by ``worker_command``) with
+    ``args``, and ``env``: variables added to its environment only (a pinned CPU ISA's, read when
+    the worker's torch loads); the driver's own environment stays as it is."""
+
+    module: str
+    args: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """The driver's one progress bar: ``title``, ``total`` units, and ``poll()`` -> (units done,
+    a status text)."""
+
+    title: str
+    total: int
+    poll: Callable[[], tuple[int, str]]
+
+
 def _worker_env(index: int, url: str | None, extra: dict[str, str]) -> dict[str, str]:
+    """Worker ``index``'s environment: a copy of this process's, with the storage URL (or
+    without one) and ``extra``; this process's environment is not changed."""
     env = {k: v for k, v in os.environ.items() if k != STORAGE_ENV} | ({STORAGE_ENV: url} if url else {})
     env |= extra  # a pinned CPU ISA: read when the worker's torch loads
     import torch
@@ -186,6 +210,27 @@ def _worker_env(index: int, url: str | None, extra: dict[str, str]) -> dict[str,
     # the worker count, so a cell gives the same number from `ablate train` and from any sweep.
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
+
+
+@contextlib.contextmanager
+def scoped_environ(changes: dict[str, str | None]) -> Iterator[None]:
+    """``os.environ`` with ``changes`` (None: the variable unset) inside the body, and every
+    variable it names back as it was after, on any exit."""
+    before = {k: os.environ.get(k) for k in changes}
+    try:
+        for key, value in changes.items():
+            _set_env(key, value)
+        yield
+    finally:
+        for key, value in before.items():
+            _set_env(key, value)
+
+
+def _set_env(key: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
 
 
 @dataclass
@@ -209,16 +254,32 @@ class ProcessHandle:
 
 
 def _start_processes(
-    module: str, worker_args: list[str], run_dir: Path, workers: int, url: str | None, env: dict[str, str]
+    command: WorkerCommand, run_dir: Path, workers: int, url: str | None
 ) -> list[ProcessHandle]:
     (run_dir / "logs").mkdir(exist_ok=True)
-    stem = module.rsplit(".", 1)[-1]
+    stem = command.module.rsplit(".", 1)[-1]
     handles = []
     for i in range(workers):
         log = open(run_dir / "logs" / f"{stem}-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
-        cmd = worker_command(module, worker_args)
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(i, url, env))
+        cmd = worker_command(command.module, command.args)
+        env = _worker_env(i, url, command.env)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
         handles.append(ProcessHandle(proc))
+    return handles
+
+
+def _start_jobs(
+    command: WorkerCommand, run_dir: Path, workers: int, url: str | None, launcher: Launcher, title: str
+) -> list[Any]:
+    """submitit jobs (``--launcher local|slurm``). They take the driver's environment when they
+    are submitted (sbatch exports it; the local executor copies it), so the URL reaches them
+    there, for the submission only, without entering the pickled job or its command line; the
+    pinned ISA's variables travel with each job (its worker starts with them)."""
+    with scoped_environ({STORAGE_ENV: url or None}):
+        handles = start_jobs(
+            launcher, worker_command(command.module, command.args), workers, run_dir, title, command.env
+        )
+    console.print(f"submitted {workers} {launcher.kind} job(s); their logs: {run_dir / 'jobs'}", markup=False)
     return handles
 
 
@@ -260,44 +321,26 @@ def _watch_lines(handles: list[Any], poll: Callable[[], tuple[int, str]], title:
 
 
 def run_workers(
-    module: str,
-    worker_args: list[str],
-    run_dir: Path,
-    *,
-    workers: int,
-    title: str,
-    total: int,
-    poll: Callable[[], tuple[int, str]],
-    url: str | None,
-    launcher: Launcher | None = None,
-    env: dict[str, str] | None = None,
+    command: WorkerCommand, run_dir: Path, options: RunOptions, *, workers: int, url: str | None, watch: Watch
 ) -> None:
-    """Start ``workers`` workers running ``module`` (processes here, or submitit jobs; see
-    sweeps/drivers/launcher.py) and show one progress bar until they all ended.
+    """Start ``workers`` workers running ``command`` (processes here, or submitit jobs as
+    ``options.launcher`` says; see sweeps/drivers/launcher.py) and show one progress bar until
+    they all ended.
 
-    ``poll()`` returns (units done, a status text). Ctrl-C is passed on to the workers (SIGINT,
-    or the jobs are cancelled), which mark their running trial failed so that the same command
-    resumes it. ``env``: variables every worker starts with (a pinned CPU ISA's).
+    ``url`` is the storage every worker opens (None: each run folder's own study.db). Ctrl-C is
+    passed on to the workers (SIGINT, or the jobs are cancelled), which mark their running trial
+    failed so that the same command resumes it.
     """
-    env = env or {}
+    launcher = options.launcher
     if launcher is None or launcher.kind == "processes":
-        handles: list[Any] = _start_processes(module, worker_args, run_dir, workers, url, env)
+        handles: list[Any] = _start_processes(command, run_dir, workers, url)
         logs = run_dir / "logs"
     else:
-        command = worker_command(module, worker_args)
-        # Jobs inherit the driver's environment (sbatch exports it; the local executor copies it),
-        # so the URL reaches them without entering the pickled job or its command line.
-        if url:
-            os.environ[STORAGE_ENV] = url
-        else:
-            os.environ.pop(STORAGE_ENV, None)
-        os.environ.update(env)  # the jobs' torch loads with the pin (this process's already has)
-        handles = start_jobs(launcher, command, workers, run_dir, title)
+        handles = _start_jobs(command, run_dir, workers, url, launcher, watch.title)
         logs = run_dir / "jobs"
-        console.print(f"submitted {workers} {launcher.kind} job(s); their logs: {logs}", markup=False)
     try:
-        watch = _watch_bar if console.is_terminal else _watch_lines
-        watch(handles, poll, title, total)
+        show = _watch_bar if console.is_terminal else _watch_lines
+        show(handles, watch.poll, watch.title, watch.total)
     except KeyboardInterrupt:
         for h in handles:
             h.stop()

@@ -29,11 +29,11 @@ import yaml
 
 from ablate.errors import ConfigError, require
 from ablate.experiments.specs.loading import absolute_paths, absolute_plugins, absolute_sections, read_yaml
-from ablate.experiments.specs.spec import ExperimentSpec, load_spec
+from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.experiments.specs.spec_file import load_spec
 
 SHARED = 1.0  # the factor of the experiment's own run
 LR_KEY = "optim.lr"
-DEFAULT_FACTORS = "0.5,2"
 
 
 def parse_factors(text: str) -> list[float]:

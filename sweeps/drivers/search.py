@@ -23,8 +23,8 @@ from ablate.errors import ConfigError
 from ablate.experiments.schema.machine import isa_env
 from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.files import new_output_folder, write_json
-from ablate.sweeps.drivers.launcher import Launcher
-from ablate.sweeps.drivers.loop import prepare_run, run_workers
+from ablate.sweeps.drivers.loop import Watch, WorkerCommand, prepare_run, run_workers
+from ablate.sweeps.drivers.options import RunOptions
 from ablate.sweeps.ledger.run_folder import check_run_folder, mark_run_folder
 from ablate.sweeps.ledger.search_store import SearchStore
 
@@ -78,24 +78,15 @@ def tuned_spec(spec: ExperimentSpec, summary: dict[str, Any]) -> ExperimentSpec:
 
 
 def search(
-    spec: ExperimentSpec,
-    run_dir: Path,
-    *,
-    variants: list[str],
-    trials: int,
-    storage: str | None = None,
-    workers: int = 1,
-    heartbeat_s: int = 10,
-    grace_s: int = 30,
-    launcher: Launcher | None = None,
+    spec: ExperimentSpec, run_dir: Path, options: RunOptions, *, variants: list[str], trials: int
 ) -> dict[str, Any]:
-    """Run (or resume) the per-variant searches; write and return ``search.json``. ``launcher``:
-    where the workers run (sweeps/drivers/launcher.py; default ``workers`` processes here)."""
-    url = prepare_run(run_dir, storage, workers)
-    hb = {"heartbeat_interval": heartbeat_s, "grace_period": grace_s}
+    """Run (or resume) the per-variant searches; write and return ``search.json``.
+    ``options.launcher``: where the workers run (sweeps/drivers/launcher.py; default
+    ``options.workers`` processes here)."""
+    url = prepare_run(run_dir, options.storage, options.workers)
     with new_output_folder(run_dir):
         check_run_folder(run_dir, "search", spec.name)
-        store = SearchStore(spec, url, variants, trials, create=True, **hb)
+        store = SearchStore(spec, url, variants, trials, create=True, **options.heartbeats)
         mark_run_folder(run_dir, "search", spec.name)
     write_json(run_dir / "spec.json", spec.to_dict())
 
@@ -106,18 +97,14 @@ def search(
         return sum(store.done(v) for v in variants), f"{running} running, {pruned} pruned"
 
     args = ["--run-dir", str(run_dir), "--variants", ",".join(variants)]  # the storage: STORAGE_ENV
-    args += ["--trials", str(trials), "--heartbeat", str(heartbeat_s), "--grace", str(grace_s)]
+    args += ["--trials", str(trials), *options.worker_args()]
     run_workers(
-        "ablate.sweeps.drivers.search_worker",
-        args,
+        WorkerCommand("ablate.sweeps.drivers.search_worker", args, isa_env(spec.base.trainer.cpu_isa)),
         run_dir,
-        workers=min(workers, trials * len(variants)),  # no more workers than trials
-        title=f"{spec.name} search",
-        total=trials * len(variants),
-        poll=poll,
+        options,
+        workers=min(options.workers, trials * len(variants)),  # no more workers than trials
         url=url,
-        launcher=launcher,
-        env=isa_env(spec.base.trainer.cpu_isa),
+        watch=Watch(f"{spec.name} search", trials * len(variants), poll),
     )
     summary = {"experiment": spec.name, "trials": trials, **store.summary()}
     write_json(run_dir / "search.json", summary)

@@ -21,8 +21,10 @@ from typing import Any
 from ablate.experiments.schema.config import TrainConfig
 from ablate.experiments.schema.machine import numerics_key
 from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.sweeps.ledger.secrets import masked_argv
 from ablate.sweeps.report.text import verdict_lines
 from ablate.sweeps.stats.rows import INTERVAL_KEYS, VARIANT_KEYS
+from ablate.trees import flatten
 
 SUMMARY_JOB_TYPE = "summary"
 
@@ -49,18 +51,6 @@ def run_config(cfg: TrainConfig) -> dict[str, Any]:
     ``data.n_train``, a synthetic one no ``data.source`` (the rule is ``DataConfig.applicable``)."""
     data = {f"data.{k}" for k in cfg.data.applicable()}
     return {k: v for k, v in cfg.flat().items() if not k.startswith("data.") or k in data}
-
-
-def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts as dotted keys (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``); an empty dict stays a
-    value (a variant without overrides is still named)."""
-    out: dict[str, Any] = {}
-    for k, v in values.items():
-        if isinstance(v, dict) and v:
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def summary_config(spec: ExperimentSpec) -> dict[str, Any]:
@@ -117,20 +107,23 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
     os.environ.setdefault("WANDB_SILENT", "true")
     import wandb
 
-    run = wandb.init(
-        # One summary run per study: rerunning the sweep updates it instead of adding another.
-        id=f"{spec.name}-summary-{spec.identity()}",
-        resume="allow",
-        project=project(spec),
-        job_type=SUMMARY_JOB_TYPE,
-        group=group(spec, "summary"),
-        name=f"{spec.name}-summary",
-        config=summary_config(spec),
-        tags=[spec.name, "summary", *spec.tags],
-        notes="\n".join(verdict_lines(summary)),  # the headline, shown on the run's overview
-        dir=str(run_dir),
-        mode=wandb_mode(),
-    )
+    # W&B records this process's command line at init: the driver's, where --storage may hold a
+    # password (the process keeps its own).
+    with masked_argv():
+        run = wandb.init(
+            # One summary run per study: rerunning the sweep updates it instead of adding another.
+            id=f"{spec.name}-summary-{spec.identity()}",
+            resume="allow",
+            project=project(spec),
+            job_type=SUMMARY_JOB_TYPE,
+            group=group(spec, "summary"),
+            name=f"{spec.name}-summary",
+            config=summary_config(spec),
+            tags=[spec.name, "summary", *spec.tags],
+            notes="\n".join(verdict_lines(summary)),  # the headline, shown on the run's overview
+            dir=str(run_dir),
+            mode=wandb_mode(),
+        )
     columns, rows = table_rows(summary)
     table = wandb.Table(columns=columns, data=rows)
     run.log({"variants": table, "metric_plot": wandb.Image(str(plot_png))})

@@ -26,7 +26,6 @@ charts here (the report's statistics are medians, and a mean line would disagree
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,12 +33,11 @@ from typing import TYPE_CHECKING, Any
 from ablate.errors import ConfigError
 from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.sweeps.integrations import wandb_glue
+from ablate.sweeps.integrations.review_files import REPORT_FILE
 
 if TYPE_CHECKING:
     import wandb_workspaces.reports.v2 as wr
 
-REPORT_FILE = "wandb-report.json"
-WORKSPACE_FILE = "wandb-workspace.json"  # wandb_workspace.py
 GROUP_KEY = "variant"  # the config key every cell run carries (wandb_glue.cell_logger)
 AGG, BAND = "median", "minmax"  # per step: the median over a variant's seeds, min..max band
 X_AXIS = "trainer/global_step"  # Lightning's WandbLogger logs it with every row
@@ -241,16 +239,11 @@ def report_from_spec(data: Any, path: Path) -> wr.Report:
 
 def read_spec_file(run_dir: Path, name: str) -> Any:
     """The JSON of ``RUN_DIR/name``, a spec ``write_review`` wrote; a ConfigError when it is
-    missing or not JSON."""
-    path = run_dir / name
-    if not path.is_file():
-        raise ConfigError(f"no {name} in {run_dir}; write it first with `ablate wandb-report {run_dir}`")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError(
-            f"{path} is not valid JSON ({err}); rewrite it with `ablate wandb-report {run_dir}`"
-        ) from None
+    missing or not a JSON object."""
+    from ablate.sweeps.ledger.run_folder import read_json_object
+
+    what = f"a run folder with W&B views (write them with `ablate wandb-report {run_dir}`)"
+    return read_json_object(run_dir / name, what, {})
 
 
 def read_report_spec(run_dir: Path) -> wr.Report:

@@ -13,9 +13,8 @@ from typing import NamedTuple
 from ablate.errors import ConfigError
 from ablate.files import write_json
 from ablate.sweeps.integrations import wandb_glue, wandb_workspace
+from ablate.sweeps.integrations.review_files import REPORT_FILE, WORKSPACE_FILE
 from ablate.sweeps.integrations.wandb_report import (
-    REPORT_FILE,
-    WORKSPACE_FILE,
     build_report,
     default_entity,
     online,

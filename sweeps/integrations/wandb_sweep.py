@@ -24,7 +24,8 @@ import yaml
 
 from ablate.errors import require
 from ablate.experiments.specs.search_spec import ParamSpace, SearchSpec
-from ablate.experiments.specs.spec import ExperimentSpec, cell_from_args, load_spec
+from ablate.experiments.specs.spec import ExperimentSpec, cell_from_args
+from ablate.experiments.specs.spec_file import load_spec
 from ablate.files import input_file
 from ablate.sweeps.integrations import wandb_glue
 

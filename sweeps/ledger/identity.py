@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 from ablate.errors import ConfigError
 from ablate.experiments.schema.config import without_later_defaults
+from ablate.trees import flatten
 
 # The parts of a resolved spec (``ExperimentSpec.to_dict()``) that a study's results depend on.
 GRID_KEYS = ("base", "variants", "metric", "direction", "plugin_sources", "data_sources")
@@ -20,16 +21,6 @@ GRID_WHAT = "base config, variants, metric, direction, plugin source or data"
 RECORDED_LATER = ("data_sources",)
 ABSENT = "(absent)"
 SHOWN = 6  # changed keys named in one message
-
-
-def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as dotted keys; an empty mapping (the baseline's overrides) is a value."""
-    if not isinstance(tree, dict) or not tree:
-        return {prefix: tree}
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-    return out
 
 
 def changed_keys(old: dict[str, Any], new: dict[str, Any], keys: tuple[str, ...] = GRID_KEYS) -> list[str]:

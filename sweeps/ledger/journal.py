@@ -37,7 +37,7 @@ from optuna.storages._heartbeat import BaseHeartbeat
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 from optuna.trial import FrozenTrial, TrialState
 
-from ablate.errors import ConfigError
+from ablate.errors import ConfigError, user_path
 
 PREFIX = "journal:"
 HEARTBEAT_ATTR = "ablate:heartbeat"
@@ -52,7 +52,7 @@ def journal_path(url: str) -> Path:
     raw = url[len(PREFIX) :]
     if not raw.strip():
         raise ConfigError(f"--storage {url!r} names no file; e.g. journal:/shared/study.log")
-    return Path(raw).expanduser().absolute()
+    return user_path(raw, "--storage").absolute()  # ~ as a shell expands it; NUL, ENAMETOOLONG refused
 
 
 def journal_url(path: Path) -> str:

@@ -144,12 +144,12 @@ def recorded_run(run_dir: Path) -> tuple[str, str] | None:
     marker = run_dir / RUN_MARKER
     try:
         if marker.is_file():
-            data = json.loads(marker.read_text(encoding="utf-8"))
-            return str(data["kind"]), str(data["study"])
+            data = read_json_object(marker, "a run folder", {"kind": (str,), "study": (str,)})
+            return data["kind"], data["study"]
         if (run_dir / "spec.json").is_file():
-            name = json.loads((run_dir / "spec.json").read_text(encoding="utf-8"))["name"]
-            return ("search" if (run_dir / "search.json").is_file() else "sweep"), str(name)
-    except (OSError, ValueError, KeyError, TypeError):
+            name = read_json_object(run_dir / "spec.json", "a run folder", {"name": (str,)})["name"]
+            return ("search" if (run_dir / "search.json").is_file() else "sweep"), name
+    except (ConfigError, OSError):
         return ("unreadable", "?")
     if any(p.name == "study.db" or p.name.startswith(".study.db.") for p in run_dir.iterdir()):
         # Another driver is creating the study (its file is linked into place complete) or one

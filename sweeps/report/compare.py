@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from matplotlib.figure import Figure
 
 from ablate.files import atomic_write, output_folder
 from ablate.sweeps.ledger.run_folder import read_summary
-from ablate.sweeps.report.files import CSS, figure_png, png_data_uri
+from ablate.sweeps.report.files import figure_png, list_html, page_html, png_data_uri, table_html, table_md
 from ablate.sweeps.report.text import fmt
 
 TOP_K = 5
@@ -94,32 +95,48 @@ def _archives(run: Path) -> dict[tuple[str, int], Path]:
     return found
 
 
-def compare_runs(run_a: Path, run_b: Path, out: Path) -> dict[str, Path]:
-    """Write compare.md, compare.html and one PNG per compared (variant, seed, layer) into `out`.
+@dataclass(frozen=True)
+class Comparison:
+    """What ``compare`` found: the medians side by side, the largest per-head attention changes,
+    the archives that could not be compared, and a figure per compared (variant, seed, layer)."""
 
-    Returns {"markdown": ..., "html": ..., "<variant>/seed<k>/layer<i>": figure path, ...}.
-    """
-    sa, sb = read_summary(Path(run_a)), read_summary(Path(run_b))
-    out = Path(out)
-    output_folder(out)  # a file or an unwritable place is a ConfigError naming it
+    title: str
+    notes: list[str]
+    medians: list[list[str]]  # MEDIAN_HEADER rows
+    top: list[list[str]]  # TOP_HEADER rows, the TOP_K largest changes
+    not_comparable: list[str]
+    figures: list[tuple[str, str, bytes]]  # ("<variant>/seed<k>/layer<i>", file name, PNG)
+
+
+MEDIAN_HEADER = ["variant", "A median", "B median", "B - A"]
+TOP_HEADER = ["variant", "seed", "layer", "head", "mean abs Δ attention"]
+
+
+def _medians(sa: dict[str, Any], sb: dict[str, Any]) -> list[list[str]]:
+    """A row per variant of either summary (A's order, then B's new ones): A, B and B - A."""
     names = list(sa["variants"]) + [n for n in sb["variants"] if n not in sa["variants"]]
-    medians = []
+    rows = []
     for n in names:
         ma, mb = sa["variants"].get(n, {}).get("median"), sb["variants"].get(n, {}).get("median")
-        medians.append(
+        rows.append(
             [n, fmt(ma), fmt(mb), fmt(mb - ma if ma is not None and mb is not None else None, "+.4g")]
         )
+    return rows
+
+
+def compare(run_a: Path, run_b: Path) -> Comparison:
+    """Compare the run folders ``run_a`` (A) and ``run_b`` (B): their summary.json medians and
+    every heatmap archive (variant, seed) both hold; nothing is written."""
+    sa, sb = read_summary(Path(run_a)), read_summary(Path(run_b))
     notes = []
     if (sa["metric"], sa["direction"]) != (sb["metric"], sb["direction"]):
         notes.append(
             f"metrics differ: A {sa['metric']} ({sa['direction']}) vs B {sb['metric']} ({sb['direction']})"
         )
-
     arch_a, arch_b = _archives(run_a), _archives(run_b)
-    paths: dict[str, Path] = {}
     changes: list[tuple[float, str, int, str, int]] = []  # (mean |Δ|, variant, seed, layer, head)
     not_comparable: list[str] = []
-    figures: list[tuple[str, bytes]] = []
+    figures: list[tuple[str, str, bytes]] = []
     for variant, seed in sorted(set(arch_a) & set(arch_b)):
         for layer, res in attention_changes(arch_a[(variant, seed)], arch_b[(variant, seed)]).items():
             key = f"{variant}/seed{seed}/{layer}"
@@ -129,62 +146,65 @@ def compare_runs(run_a: Path, run_b: Path, out: Path) -> dict[str, Path]:
             changes += [(float(c), variant, seed, layer, h) for h, c in enumerate(res["head_change"])]
             png = _figure(f"{key}, probe example 0", res["a"], res["b"], res["diff"])
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{variant}_seed{seed}_{layer}")
-            paths[key] = atomic_write(out / f"attention_{safe}.png", png)
-            figures.append((key, png))
+            figures.append((key, f"attention_{safe}.png", png))
     changes.sort(key=lambda c: -c[0])
-    top = [[v, str(s), layer, str(h), f"{c:.4g}"] for c, v, s, layer, h in changes[:TOP_K]]
+    return Comparison(
+        title=f"Compare {Path(run_a).name} (A) with {Path(run_b).name} (B): {sb['metric']}",
+        notes=notes,
+        medians=_medians(sa, sb),
+        top=[[v, str(s), layer, str(h), f"{c:.4g}"] for c, v, s, layer, h in changes[:TOP_K]],
+        not_comparable=not_comparable,
+        figures=figures,
+    )
 
-    title = f"Compare {Path(run_a).name} (A) with {Path(run_b).name} (B): {sb['metric']}"
-    med_header = ["variant", "A median", "B median", "B - A"]
-    top_header = ["variant", "seed", "layer", "head", "mean abs Δ attention"]
-    md = [
-        f"# {title}",
-        "",
-        *[f"**Note:** {n}" for n in notes],
-        "",
-        "| " + " | ".join(med_header) + " |",
-        "|---|---|---|---|",
-    ]
-    md += ["| " + " | ".join(r) + " |" for r in medians]
+
+def markdown(c: Comparison) -> str:
+    """compare.md: the medians, the largest changes, what is not comparable, the figures' files."""
+    md = [f"# {c.title}", "", *[f"**Note:** {n}" for n in c.notes], "", *table_md(MEDIAN_HEADER, c.medians)]
     md += ["", f"## Largest per-head attention changes (top {TOP_K})", ""]
-    if top:
-        md += [
-            "| " + " | ".join(top_header) + " |",
-            "|---|---|---|---|---|",
-            *["| " + " | ".join(r) + " |" for r in top],
-        ]
+    if c.top:
+        md += table_md(TOP_HEADER, c.top)
     else:
         md.append("No heatmap archive (variant, seed, layer) is present and comparable in both runs.")
-    if not_comparable:
-        md += ["", "## Not comparable", "", *[f"- {x}" for x in not_comparable]]
-    md += ["", *[f"- figure {k}: {p.name}" for k, p in paths.items()], ""]
+    if c.not_comparable:
+        md += ["", "## Not comparable", "", *[f"- {x}" for x in c.not_comparable]]
+    md += ["", *[f"- figure {key}: {name}" for key, name, _ in c.figures], ""]
+    return "\n".join(md)
 
-    def table(header: list[str], rows: list[list[str]]) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-        return f"<table><tr>{head}</tr>{body}</table>"
 
-    page = [
-        f"<h1>{html.escape(title)}</h1>",
-        *[f"<p class='warn'>{html.escape(n)}</p>" for n in notes],
-        table(med_header, medians),
+def page(c: Comparison) -> str:
+    """compare.html: what compare.md says, with the figures inline (one self-contained file)."""
+    body = [
+        f"<h1>{html.escape(c.title)}</h1>",
+        *[f"<p class='warn'>{html.escape(n)}</p>" for n in c.notes],
+        table_html(MEDIAN_HEADER, c.medians),
         f"<h2>Largest per-head attention changes (top {TOP_K})</h2>",
     ]
-    page.append(table(top_header, top) if top else "<p>No comparable heatmap archive in both runs.</p>")
-    if not_comparable:
-        page.append(
-            "<h2>Not comparable</h2><ul>"
-            + "".join(f"<li>{html.escape(x)}</li>" for x in not_comparable)
-            + "</ul>"
-        )
-    page += [
-        f"<h3>{html.escape(k)}</h3><img src='{png_data_uri(png)}' alt='{html.escape(k)}'>"
-        for k, png in figures
-    ]
-    doc = (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{CSS}</style></head><body>{''.join(page)}</body></html>"
+    body.append(
+        table_html(TOP_HEADER, c.top) if c.top else "<p>No comparable heatmap archive in both runs.</p>"
     )
-    paths["markdown"] = atomic_write(out / "compare.md", "\n".join(md))
-    paths["html"] = atomic_write(out / "compare.html", doc)
+    if c.not_comparable:
+        body.append("<h2>Not comparable</h2>" + list_html(c.not_comparable))
+    body += [
+        f"<h3>{html.escape(key)}</h3><img src='{png_data_uri(png)}' alt='{html.escape(key)}'>"
+        for key, _, png in c.figures
+    ]
+    return page_html(c.title, body)
+
+
+def write_comparison(c: Comparison, out: Path) -> dict[str, Path]:
+    """Write the figures, compare.md and compare.html into ``out`` (created; a file or an
+    unwritable place is a ConfigError naming it). Returns {"<variant>/seed<k>/layer<i>": figure
+    path, ..., "markdown": ..., "html": ...}."""
+    out = Path(out)
+    output_folder(out)
+    paths = {key: atomic_write(out / name, png) for key, name, png in c.figures}
+    paths["markdown"] = atomic_write(out / "compare.md", markdown(c))
+    paths["html"] = atomic_write(out / "compare.html", page(c))
     return paths
+
+
+def compare_runs(run_a: Path, run_b: Path, out: Path) -> dict[str, Path]:
+    """``ablate compare``: compare.md, compare.html and one PNG per compared (variant, seed,
+    layer) in ``out``; returns their paths (``write_comparison``)."""
+    return write_comparison(compare(run_a, run_b), out)

@@ -21,18 +21,19 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ablate.files import atomic_write
+from ablate.sweeps.ledger.run_folder import read_json_object
 from ablate.sweeps.report.text import (
+    HEAD_HEADER,
     HEADER,
     NOTES,
-    decimals,
     design_lines,
-    head_digest,
+    head_rows,
     holm_line,
     pairing_lines,
     params_text,
     read_design,
-    row_cells,
     split_warning_lines,
+    stat_rows,
     status_line,
     verdict_lines,
 )
@@ -94,14 +95,15 @@ def load_heads(run_dir: Path) -> dict[str, dict[int, dict[str, Any]]]:
     for path in sorted(Path(run_dir).glob("heatmaps/*/seed*/heads.json")):
         m = re.fullmatch(r"seed(\d+)", path.parent.name)
         if m:
-            out.setdefault(path.parent.parent.name, {})[int(m.group(1))] = json.loads(path.read_text())
+            heads = read_json_object(path, "a heatmap archive", {})
+            out.setdefault(path.parent.parent.name, {})[int(m.group(1))] = heads
     return out
 
 
 def _markdown(
     summary: dict[str, Any], heads: dict[str, Any], tuned: dict[str, Any] | None, spec: dict[str, Any] | None
 ) -> str:
-    base, d = summary["baseline"], decimals(summary["metric"])
+    base = summary["baseline"]
     lines = [
         f"# {summary['experiment']}: {summary['metric']} ({summary['direction']})",
         "",
@@ -112,31 +114,16 @@ def _markdown(
         *(f"**{line}**\n" for line in split_warning_lines(summary)),
         *(f"- {line}" for line in design_lines(summary, spec)),
         "",
-        "| " + " | ".join(HEADER) + " |",
-        "|" + "---|" * len(HEADER),
+        *table_md(HEADER, stat_rows(summary["variants"], base, summary["metric"])),
     ]
-    for name, v in summary["variants"].items():
-        lines.append("| " + " | ".join(row_cells(name, v, base, d)) + " |")
     lines += ["", holm_line(summary["variants"], base), ""]
     lines += [f"- {line}" for line in pairing_lines(summary["variants"], base)]
     lines += ["", NOTES, ""]
     for metric, variants in summary.get("extra_metrics", {}).items():
-        lines += [f"## {metric}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-        lines += [
-            "| " + " | ".join(row_cells(n, v, base, decimals(metric))) + " |" for n, v in variants.items()
-        ]
+        lines += [f"## {metric}", "", *table_md(HEADER, stat_rows(variants, base, metric))]
         lines += ["", holm_line(variants, base), ""]
     if heads:
-        lines += [
-            "## Attention heads",
-            "",
-            "| variant | mean entropy (nats) | most important head (Δ metric) |",
-            "|---|---|---|",
-        ]
-        for name, seeds in heads.items():
-            ent, top = head_digest(seeds)
-            lines.append(f"| {name} | {ent:.3f} | {top} |")
-        lines.append("")
+        lines += ["## Attention heads", "", *table_md(HEAD_HEADER, head_rows(heads)), ""]
     if tuned:
         lines += ["## Tuned parameters", ""]
         lines += [f"- {name}: {params_text(params)}" for name, params in tuned.items()]
@@ -144,10 +131,37 @@ def _markdown(
     return "\n".join(lines)
 
 
-def _table_html(header: list[str], body: list[list[str]]) -> str:
+def table_md(header: list[str], body: list[list[str]]) -> list[str]:
+    """A markdown table's lines: the header, the rule, a line per row."""
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(r) + " |" for r in body),
+    ]
+
+
+def table_html(header: list[str], body: list[list[str]]) -> str:
+    """The same table as HTML, every cell escaped."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
     return f"<table><tr>{head}</tr>{rows}</table>"
+
+
+def list_html(items: list[str], cls: str = "") -> str:
+    """A bulleted list, every item escaped."""
+    return (
+        (f"<ul class='{cls}'>" if cls else "<ul>")
+        + "".join(f"<li>{html.escape(x)}</li>" for x in items)
+        + "</ul>"
+    )
+
+
+def page_html(title: str, body: list[str]) -> str:
+    """A self-contained page: the CSS inline, ``body`` (HTML parts) in order."""
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>"
+    )
 
 
 def _gallery_html(run_dir: Path, names: list[str], heads: dict[str, dict[int, dict[str, Any]]]) -> str:
@@ -201,42 +215,26 @@ def _html(
     cls = "warn" if summary["cells"]["missing"] else "small"
     body.append(f"<p class='{cls}'>{esc(status_line(summary))}</p>")
     body += [f"<p class='warn'><strong>{esc(line)}</strong></p>" for line in split_warning_lines(summary)]
-    base, d = summary["baseline"], decimals(summary["metric"])
-    body.append(
-        "<ul class='small'>" + "".join(f"<li>{esc(x)}</li>" for x in design_lines(summary, spec)) + "</ul>"
-    )
-    body.append(_table_html(HEADER, [row_cells(n, v, base, d) for n, v in summary["variants"].items()]))
+    base = summary["baseline"]
+    body.append(list_html(design_lines(summary, spec), "small"))
+    body.append(table_html(HEADER, stat_rows(summary["variants"], base, summary["metric"])))
     body.append(f"<p>{esc(holm_line(summary['variants'], base))}</p>")
     pairing = pairing_lines(summary["variants"], base)
     if pairing:
-        body.append("<ul class='small'>" + "".join(f"<li>{esc(x)}</li>" for x in pairing) + "</ul>")
+        body.append(list_html(pairing, "small"))
     body.append(f"<p class='small'>{esc(NOTES)}</p>")
     body.append(f"<img src='{png_data_uri(plot_metric(summary, rows))}' alt='metric per variant'>")
     for metric, variants in summary.get("extra_metrics", {}).items():
         body.append(f"<h2>{esc(metric)}</h2>")
-        body.append(
-            _table_html(HEADER, [row_cells(n, v, base, decimals(metric)) for n, v in variants.items()])
-        )
+        body.append(table_html(HEADER, stat_rows(variants, base, metric)))
         body.append(f"<p>{esc(holm_line(variants, base))}</p>")
     if heads:
-        digest = [[n, f"{e:.3f}", top] for n, (e, top) in ((n, head_digest(s)) for n, s in heads.items())]
-        body.append(
-            "<h2>Attention heads</h2>"
-            + _table_html(["variant", "mean entropy (nats)", "most important head (Δ metric)"], digest)
-        )
+        body.append("<h2>Attention heads</h2>" + table_html(HEAD_HEADER, head_rows(heads)))
     if tuned:
-        body.append(
-            "<h2>Tuned parameters</h2>"
-            + _table_html(
-                ["variant", "parameters"],
-                [[n, params_text(ps)] for n, ps in tuned.items()],
-            )
-        )
+        params = [[n, params_text(ps)] for n, ps in tuned.items()]
+        body.append("<h2>Tuned parameters</h2>" + table_html(["variant", "parameters"], params))
     body.append(_gallery_html(run_dir, list(summary["variants"]), heads))
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(summary['experiment'])}</title>"
-        f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>"
-    )
+    return page_html(summary["experiment"], body)
 
 
 def results_csv(rows: list[CellRow]) -> str:

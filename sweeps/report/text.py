@@ -4,15 +4,17 @@ adaptive-seed lines, and the head digest."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ablate.datamodules.splits import MIN_EVAL_EXAMPLES, describe, small_splits_warning
+from ablate.errors import ConfigError
 from ablate.experiments.schema.machine import NOT_RECORDED
+from ablate.sweeps.ledger.run_folder import read_json_object
 from ablate.sweeps.stats.summary import seeds_text
+from ablate.trees import flatten
 
 
 def fmt(x: float | None, spec: str = ".4g") -> str:
@@ -126,6 +128,20 @@ HEADER = [
 ]
 
 
+def stat_rows(variants: dict[str, dict[str, Any]], baseline: str, metric: str) -> list[list[str]]:
+    """The statistics table of one metric (HEADER's columns), a row per variant in order: what
+    report.md, report.html and ``ablate sweep``'s terminal table show."""
+    return [row_cells(name, v, baseline, decimals(metric)) for name, v in variants.items()]
+
+
+HEAD_HEADER = ["variant", "mean entropy (nats)", "most important head (Δ metric)"]
+
+
+def head_rows(heads: dict[str, dict[int, dict[str, Any]]]) -> list[list[str]]:
+    """The attention heads table (HEAD_HEADER): each variant's ``head_digest``."""
+    return [[name, f"{ent:.3f}", top] for name, (ent, top) in ((n, head_digest(s)) for n, s in heads.items())]
+
+
 def status_line(summary: dict[str, Any]) -> str:
     c = summary["cells"]
     if not c["missing"]:
@@ -212,22 +228,12 @@ def pairing_lines(variants: dict[str, dict[str, Any]], baseline: str) -> list[st
 
 
 def read_design(run_dir: Path) -> dict[str, Any] | None:
-    """The run folder's spec.json (seeds, base configuration, variant overrides), if there is one."""
+    """The run folder's spec.json (seeds, base configuration, variant overrides), if there is one
+    that holds a JSON object."""
     try:
-        spec = json.loads((Path(run_dir) / "spec.json").read_text())
-    except (OSError, ValueError):
+        return read_json_object(Path(run_dir) / "spec.json", "a sweep run folder", {})
+    except ConfigError:  # none, or not readable: the report says "not recorded"
         return None
-    return spec if isinstance(spec, dict) else None
-
-
-def _flat(tree: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for section, values in tree.items():
-        if isinstance(values, dict):
-            out.update({f"{section}.{k}": v for k, v in values.items()})
-        else:
-            out[section] = values
-    return out
 
 
 def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[str]:
@@ -236,7 +242,7 @@ def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[s
     per = " (per variant: see the rounds)" if summary.get("adaptive") else f" ({len(seeds)} per variant)"
     lines = [f"Seeds: {seeds_text(seeds)}{per}." if seeds else "Seeds: not recorded."]
     if spec and isinstance(spec.get("base"), dict):
-        flat = _flat(spec["base"])
+        flat = flatten(spec["base"], depth=1)  # as TrainConfig.flat
         base = ", ".join(f"{label} {flat[key]}" for label, key in BASE_HIGHLIGHTS.items() if key in flat)
         lines.append(f"Base configuration: {base}.")
     if spec and isinstance(spec.get("variants"), dict):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from docs._gen import calibration
 from tests.helpers.paths import REPO
 
 RATIOS = ("encoder_vs_torch", "lightning_vs_raw", "seed_parallel_speedup", "cell_overhead")
@@ -91,20 +92,12 @@ def test_gpu_check_smoke_runs_on_cpu(tmp_path: Path) -> None:
 
 @pytest.mark.multiprocess
 def test_stats_calibration_quick_renders_every_table_and_check(tmp_path: Path) -> None:
-    """The calibration benchmark's smoke run: every model, table and done-when check is there,
-    and the committed full run's checks are what the docs block says (its numbers are data)."""
-    out, md = tmp_path / "cal.json", tmp_path / "cal.md"
+    """The calibration benchmark's smoke run: every model, table and done-when check is there
+    (the docs render its JSON: docs/_gen/calibration.py), and the committed full run's checks are
+    what the docs block says (its numbers are data)."""
+    out = tmp_path / "cal.json"
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ablate.benchmarks.stats_calibration",
-            "--quick",
-            "--out",
-            str(out),
-            "--md",
-            str(md),
-        ],
+        [sys.executable, "-m", "ablate.benchmarks.stats_calibration", "--quick", "--out", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -114,7 +107,8 @@ def test_stats_calibration_quick_renders_every_table_and_check(tmp_path: Path) -
     res = json.loads(out.read_text())
     assert set(res["models"]) == {"normal", "skewed", "ceiling", "bimodal"}
     assert res["printed_confidence"]["5"]["paired"] is None  # 5 paired seeds: no 95 % interval
-    text = md.read_text()
+    assert all(c["criterion"] in proc.stdout for c in res["checks"])
+    text = calibration.render(calibration.read_result(out))
     assert "--quick: smoke, not data" in text and "**Checks**" in text
     full = json.loads((REPO / "benchmarks" / "results" / "stats-calibration.json").read_text())
     page = (REPO / "docs" / "pages" / "explanations" / "statistics.md").read_text()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ablate.experiments.specs.spec import load_spec
+from ablate.experiments.specs.spec_file import load_spec
 from docs._gen import readme_tables as rt
 from docs._gen import tuned_rows
 from tests.helpers.configs import write_spec

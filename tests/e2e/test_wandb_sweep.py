@@ -20,7 +20,7 @@ import pytest
 import yaml
 from wandb.sdk.launch.sweeps.utils import create_sweep_command_args
 
-from ablate.experiments.specs.spec import load_spec
+from ablate.experiments.specs.spec_file import load_spec
 from ablate.sweeps.integrations.wandb_sweep import sweep_config
 from tests.unit.sweeps.integrations.test_wandb_sweep import write_spec
 

@@ -38,7 +38,8 @@ from ablate.errors import ConfigError, choices
 from ablate.experiments.schema.config import SECTIONS, TrainConfig
 from ablate.experiments.schema.parsing import parse_overrides
 from ablate.experiments.specs.loading import load_config
-from ablate.experiments.specs.spec import NAME_RE, SPEC_KEYS, load_spec, spec_from_dict, spec_from_resolved
+from ablate.experiments.specs.spec import SPEC_KEYS, spec_from_resolved
+from ablate.experiments.specs.spec_file import NAME_RE, load_spec, spec_from_dict
 from ablate.files import input_file, output_folder
 from tests.helpers.configs import TINY_BASE
 

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from ablate.errors import ConfigError
-from ablate.experiments.specs.spec import load_spec
+from ablate.experiments.specs.spec_file import load_spec
 from ablate.files import atomic_dir, remove_stale_partials, write_json
 from ablate.sweeps.drivers.loop import worker_command
 from ablate.sweeps.drivers.outcome import Outcome, final_line, grid_outcome, search_outcome
@@ -293,14 +293,14 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, case: Case) -> Non
 def test_a_refused_storage_leaves_no_run_folder(tmp_path: Path) -> None:
     """A server that cannot be reached fails after the URL check: the run folder made for it goes."""
     from ablate.sweeps.drivers.grid import sweep
+    from ablate.sweeps.drivers.options import RunOptions
 
     spec = load_spec(write_spec(tmp_path, seeds=1, heatmap_seeds=[0]))
     with pytest.raises(ConfigError, match="cannot create the study file .* not found"):
         sweep(
             spec,
             tmp_path / "deep" / "runs" / "tiny",
-            storage=f"sqlite:///{tmp_path}/nothere/x.db",
-            use_wandb=False,
+            RunOptions(storage=f"sqlite:///{tmp_path}/nothere/x.db", use_wandb=False),
         )
     assert not (tmp_path / "deep").exists()
 

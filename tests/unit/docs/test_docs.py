@@ -15,7 +15,7 @@ from ablate.cli.parser import build_parser
 from ablate.experiments.schema.config import SECTIONS, TrainConfig
 from ablate.experiments.specs.loading import load_config
 from ablate.experiments.specs.presets import PRESETS, load_preset
-from ablate.experiments.specs.spec import load_spec
+from ablate.experiments.specs.spec_file import load_spec
 from docs._gen import reference
 from tests.helpers.paths import REPO
 

@@ -19,6 +19,7 @@ from ablate.sweeps.stats.inference import signed_rank
 from ablate.sweeps.stats.rows import VARIANT_KEYS, CellRow
 from ablate.sweeps.stats.summary import summarize
 from docs._gen import readme_tables as rt
+from docs._gen.blocks import DocsError
 from tests.helpers.paths import REPO
 from tests.helpers.rows import cell_row
 
@@ -203,16 +204,18 @@ def test_footer_names_the_commit_or_says_it_is_not_recorded() -> None:
     assert rt.footer([one(SUMMARY, small)]).endswith(" Overrides: multi-lookup `data.n_train=2000`.")
 
 
-def test_write_replaces_only_the_block() -> None:
+def test_write_replaces_only_the_presets_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--write goes through docs/_gen/blocks.py (tests/unit/docs/test_blocks.py): the preset's
+    block in each of its pages, the rest of the page as it was."""
     text = "intro\n<!-- table:p -->\nold\n<!-- /table -->\nprose\n<!-- table:q -->\nkeep\n<!-- /table -->\n"
-    new = rt.replace_block(text, "p", "new\n")
-    assert (
-        new
-        == "intro\n<!-- table:p -->\nnew\n<!-- /table -->\nprose\n<!-- table:q -->\nkeep\n<!-- /table -->\n"
-    )
-    assert rt.readme_blocks(new) == {"p": "new\n", "q": "keep\n"}
-    with pytest.raises(rt.TableError, match="no block"):
-        rt.replace_block(text, "r", "x")
+    page = tmp_path / "page.md"
+    page.write_text(text)
+    monkeypatch.setattr(rt, "pages_of", lambda preset: [page])
+    rt.write_tables("p", "new\n")
+    assert page.read_text() == text.replace("old", "new")
+    assert rt.readme_blocks(page.read_text()) == {"p": "new\n", "q": "keep\n"}
+    with pytest.raises(DocsError, match="page.md has no block <!-- table:r -->"):
+        rt.write_tables("r", "x")
 
 
 def test_collect_copies_every_experiment_or_nothing(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from lightning.pytorch.callbacks import Callback
 from ablate.errors import ConfigError
 from ablate.experiments.runner.cells import run_cells, run_trial
 from ablate.experiments.schema.config import TrainConfig
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.lit_modules.model.dropout import keep_mask
 from ablate.lit_modules.systems.classifier import LitClassifier
 from ablate.lit_modules.systems.seed_parallel import LitSeedParallel

@@ -7,7 +7,7 @@ import pytest
 
 from ablate.errors import ConfigError
 from ablate.experiments.schema.config import SeedStreams, TrainConfig, without_later_defaults
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from tests.helpers.configs import TINY_BASE
 
 VARIANTS = {"baseline": {}, "no_pe": {"model.pe": "none"}}

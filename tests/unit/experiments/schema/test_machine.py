@@ -197,7 +197,7 @@ def test_trainer_cpu_isa_is_a_choice_the_cpu_must_have(monkeypatch: pytest.Monke
 
 def test_a_pin_is_study_wide_and_keeps_old_identities() -> None:
     from ablate.experiments.schema.config import TrainConfig, without_later_defaults
-    from ablate.experiments.specs.spec import spec_from_dict
+    from ablate.experiments.specs.spec_file import spec_from_dict
     from tests.helpers.configs import TINY_BASE
 
     assert "cpu_isa" not in without_later_defaults(TrainConfig().to_dict())["trainer"]

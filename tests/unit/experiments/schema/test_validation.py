@@ -20,7 +20,7 @@ from ablate.experiments.schema.config import SECTIONS, SEED_RANGE, TrainConfig, 
 from ablate.experiments.schema.parsing import parse_overrides
 from ablate.experiments.schema.seeds import MAX_SEEDS
 from ablate.experiments.specs.loading import load_config, read_yaml
-from ablate.experiments.specs.spec import load_spec, spec_from_dict
+from ablate.experiments.specs.spec_file import load_spec, spec_from_dict
 from ablate.lit_modules.model.config import ModelConfig, OptimConfig
 from tests.helpers.configs import TINY_BASE, TINY_YAML
 from tests.helpers.forked import run_forked
@@ -250,7 +250,7 @@ def test_yaml_keys_given_twice_are_refused(tmp_path: Path) -> None:
     path.write_text("{[1, 2]: 3}\n")  # an unhashable key: the loader's own message, not a TypeError
     with pytest.raises(ConfigError, match="cannot read YAML file"):
         read_yaml(path)
-    with pytest.raises(ConfigError, match="is a folder; give a YAML file"):
+    with pytest.raises(ConfigError, match="is a folder, not a YAML file"):
         read_yaml(tmp_path)
 
 

@@ -11,7 +11,7 @@ import yaml
 from ablate.cli.parser import main
 from ablate.experiments.specs.loading import load_config
 from ablate.experiments.specs.shipped import CONFIGS, resolve, shipped
-from ablate.experiments.specs.spec import load_spec
+from ablate.experiments.specs.spec_file import load_spec
 from tests.helpers.configs import TINY_YAML
 
 

@@ -10,7 +10,8 @@ import re
 import pytest
 
 from ablate.errors import ConfigError
-from ablate.experiments.specs.spec import spec_from_dict, spec_from_resolved
+from ablate.experiments.specs.spec import spec_from_resolved
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.sweeps.drivers.adaptive import decide, grow, look
 from tests.helpers.configs import TINY_BASE
 from tests.helpers.rows import cell_rows

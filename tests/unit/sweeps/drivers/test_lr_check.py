@@ -14,7 +14,7 @@ from scipy import stats
 
 from ablate.cli import main
 from ablate.errors import ConfigError
-from ablate.experiments.specs.spec import load_spec
+from ablate.experiments.specs.spec_file import load_spec
 from ablate.sweeps.drivers import lr_check
 from ablate.sweeps.stats.exact import mwu_exact
 from ablate.sweeps.stats.rows import CellRow

@@ -10,8 +10,9 @@ import pytest
 
 from ablate.datamodules.datamodule import ClassificationDataModule
 from ablate.errors import ConfigError
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.sweeps.drivers.grid import prepare_data, sweep
+from ablate.sweeps.drivers.options import RunOptions
 from tests.helpers.configs import TINY_BASE
 
 
@@ -31,7 +32,7 @@ def test_bad_data_is_one_error_before_anything_is_written(tmp_path: Path) -> Non
     spec = text_spec(tmp_path, "sentence")  # the file has no such column
     run_dir = tmp_path / "runs" / "t"
     with pytest.raises(ConfigError, match=r"t: variant 'baseline': .*no text column 'sentence'"):
-        sweep(spec, run_dir, use_wandb=False)
+        sweep(spec, run_dir, RunOptions(use_wandb=False))
     assert not run_dir.exists() and not (tmp_path / "runs").exists()
     assert not any((tmp_path / "cache").glob("*text-*"))  # no cache, and no half-built one (.tmp-...)
 

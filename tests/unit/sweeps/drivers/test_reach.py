@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ablate.experiments.schema.seeds import default_seed_count
-from ablate.experiments.specs.spec import load_spec, spec_from_dict
+from ablate.experiments.specs.spec_file import load_spec, spec_from_dict
 from ablate.sweeps.drivers.grid import reach_warning
 from ablate.sweeps.stats.inference import min_p, seeds_to_reject
 from tests.helpers.configs import TINY_BASE

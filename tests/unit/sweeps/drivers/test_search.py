@@ -11,7 +11,8 @@ import yaml
 
 from ablate import cli
 from ablate.errors import ConfigError
-from ablate.experiments.specs.spec import spec_from_dict, spec_from_resolved
+from ablate.experiments.specs.spec import spec_from_resolved
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.sweeps.drivers.search import tuned_spec
 from ablate.sweeps.ledger.search_store import distributions
 from tests.helpers.configs import TINY_BASE

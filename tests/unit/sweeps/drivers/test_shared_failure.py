@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from optuna.trial import TrialState
 
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.sweeps.drivers.outcome import (
     SAME_FAILURE_CELLS,
     Attempt,

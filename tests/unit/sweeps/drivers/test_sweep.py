@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ablate.errors import ConfigError
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from tests.helpers.configs import TINY_BASE
 
 

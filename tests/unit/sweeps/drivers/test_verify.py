@@ -12,7 +12,7 @@ import pytest
 
 from ablate.errors import ConfigError
 from ablate.experiments.schema.machine import NOT_RECORDED, numerics_key, numerics_record
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.files import write_json
 from ablate.sweeps.drivers import verify as vf
 from tests.helpers.configs import TINY_BASE

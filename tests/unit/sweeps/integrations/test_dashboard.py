@@ -14,7 +14,7 @@ from typing import Any
 import optuna
 import pytest
 
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.files import write_json
 from ablate.sweeps.integrations.dashboard import STATE_PATH, ReviewPage, make_app, open_review
 from ablate.sweeps.ledger.cells import CellStore, open_store

@@ -17,7 +17,8 @@ import pytest
 
 from ablate import cli
 from ablate.experiments.schema.config import TrainConfig
-from ablate.experiments.specs.spec import ExperimentSpec, spec_from_dict
+from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.files import write_json
 from ablate.sweeps.integrations import wandb_glue
 from ablate.sweeps.integrations import wandb_report as wrep
@@ -576,6 +577,12 @@ BAD: dict[str, tuple[str, dict[str, str | None], list[str], list[str]]] = {
         ["is not a sweep's summary", "missing in no_pe", "ablate report"],
     ),
     "from-spec-missing": ("tiny", {}, ["--from-spec"], ["no wandb-report.json", "ablate wandb-report"]),
+    "from-spec-not-json": (  # the run folder's careful reader (sweeps/ledger/run_folder.py)
+        "tiny",
+        {"tiny/wandb-report.json": "{"},
+        ["--from-spec"],
+        ["wandb-report.json is not valid JSON", "write them with `ablate wandb-report"],
+    ),
     "from-spec-not-a-report": (
         "tiny",
         {"tiny/wandb-report.json": '{"spec": 3}'},

@@ -14,7 +14,8 @@ import yaml
 from wandb.sdk.launch.sweeps.utils import create_sweep_command_args
 
 from ablate.cli.parser import main
-from ablate.experiments.specs.spec import cell_from_args, load_spec
+from ablate.experiments.specs.spec import cell_from_args
+from ablate.experiments.specs.spec_file import load_spec
 from ablate.sweeps.integrations.wandb_sweep import sweep_config
 from tests.helpers.configs import TINY_YAML
 

@@ -11,7 +11,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from ablate.sweeps.ledger.journal import HEARTBEAT_ATTR, HeartbeatJournalStorage
+from ablate.errors import ConfigError
+from ablate.sweeps.ledger.journal import HEARTBEAT_ATTR, HeartbeatJournalStorage, journal_path
 from ablate.sweeps.ledger.storage import open_storage
 from tests.helpers.configs import write_spec
 from tests.helpers.forked import run_forked
@@ -63,3 +64,13 @@ def test_bad_journal_exits_2(tmp_path: Path, files: dict, storage: str, expect: 
     assert not (tmp_path / "out").exists()
     if files.get("study.log"):
         assert (tmp_path / "study.log").read_text() == files["study.log"]  # left as it was
+
+
+def test_a_journal_path_is_a_user_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``~`` expands as a shell would (``~nobody-here`` stays as typed, never a RuntimeError); a NUL
+    byte is refused with the option's name (errors.user_path)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert journal_path("journal:~/s.log") == tmp_path / "s.log"
+    assert journal_path("journal:~nobody-here-x/s.log").name == "s.log"
+    with pytest.raises(ConfigError, match="--storage: the path .* contains a NUL byte"):
+        journal_path("journal:/tmp/a\0b.log")

@@ -15,8 +15,26 @@ from matplotlib.figure import Figure
 
 import ablate.files as io_mod
 from ablate.errors import ConfigError
-from ablate.sweeps.report.compare import attention_changes, compare_runs
-from ablate.sweeps.report.files import figure_png, plot_metric, write_report
+from ablate.sweeps.report.compare import (
+    MEDIAN_HEADER,
+    attention_changes,
+    compare,
+    compare_runs,
+    markdown,
+    page,
+    write_comparison,
+)
+from ablate.sweeps.report.files import (
+    CSS,
+    figure_png,
+    list_html,
+    load_heads,
+    page_html,
+    plot_metric,
+    table_html,
+    table_md,
+    write_report,
+)
 from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import summarize
 from tests.helpers.rows import cell_row
@@ -238,3 +256,47 @@ def test_compare_shape_mismatch_and_missing_summary(tmp_path: Path) -> None:
     empty.mkdir()
     with pytest.raises(ConfigError, match="empty"):
         compare_runs(a, empty, tmp_path / "out2")
+
+
+def test_compare_computes_then_renders_then_writes(tmp_path: Path) -> None:
+    """compare() writes nothing; markdown() and page() render what it found; write_comparison
+    writes those renderings and the figures."""
+    a = _run(tmp_path, "a", {"baseline": 0.9, "no_pe": 0.5})
+    b = _run(tmp_path, "b", {"baseline": 0.92, "no_pe": 0.75, "new": 0.1})
+    att, mask = _uniform()
+    _archive(a, "no_pe", 0, [att], mask)
+    _archive(b, "no_pe", 0, [att], mask)
+    before = sorted(p for p in tmp_path.rglob("*"))
+    c = compare(a, b)
+    assert sorted(p for p in tmp_path.rglob("*")) == before
+    assert c.medians[-1] == ["new", "–", "0.1", "–"]  # B's new variant after A's
+    assert [(key, name) for key, name, _ in c.figures] == [
+        ("no_pe/seed0/layer0", "attention_no_pe_seed0_layer0.png")
+    ]
+    paths = write_comparison(c, tmp_path / "out")
+    assert list(paths) == ["no_pe/seed0/layer0", "markdown", "html"]
+    assert paths["markdown"].read_text() == markdown(c) and paths["html"].read_text() == page(c)
+    assert table_html(MEDIAN_HEADER, c.medians) in page(c)  # the report's table helper
+    assert "\n".join(table_md(MEDIAN_HEADER, c.medians)) in markdown(c)
+
+
+def test_the_table_helpers_escape_and_align() -> None:
+    assert table_md(["a", "b"], [["1", "2"]]) == ["| a | b |", "|---|---|", "| 1 | 2 |"]
+    assert (
+        table_html(["<x>"], [["a&b"]])
+        == "<table><tr><th>&lt;x&gt;</th></tr><tr><td>a&amp;b</td></tr></table>"
+    )
+    assert list_html(["<i>"], "small") == "<ul class='small'><li>&lt;i&gt;</li></ul>"
+    assert list_html([]) == "<ul></ul>"
+    doc = page_html("a <b>", ["<p>x</p>"])
+    assert doc.startswith("<!DOCTYPE html>") and "<title>a &lt;b&gt;</title>" in doc
+    assert CSS in doc and doc.endswith("<body><p>x</p></body></html>")
+
+
+def test_a_broken_heads_json_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    att, mask = _uniform()
+    _archive(tmp_path, "no_pe", 0, [att], mask)
+    assert set(load_heads(tmp_path)["no_pe"][0]) >= {"entropy", "importance"}
+    (tmp_path / "heatmaps" / "no_pe" / "seed0" / "heads.json").write_text("{truncated")
+    with pytest.raises(ConfigError, match=r"seed0/heads.json is not valid JSON"):
+        load_heads(tmp_path)

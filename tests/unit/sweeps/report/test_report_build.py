@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from optuna.trial import TrialState
 
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.sweeps.integrations.wandb_glue import table_rows
 from ablate.sweeps.ledger.cells import collect_rows, open_store
 from ablate.sweeps.ledger.storage import sqlite_url

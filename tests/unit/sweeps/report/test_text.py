@@ -4,17 +4,21 @@ table's header and cells; the headline's seeds-to-detect estimate (sweeps/report
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.sweeps.report import build
 from ablate.sweeps.report.text import (
     HEADER,
     conf_text,
     decision_p,
     delta_text,
+    design_lines,
+    read_design,
     row_cells,
     verdict,
     verdict_lines,
@@ -160,3 +164,15 @@ def test_numerics_lines_flag_a_study_mixed_across_machines() -> None:
         line.startswith("Mixed numerics: the cells ran with 2 settings")
         and "A (3 cells); B (1 cells)" in line
     )
+
+
+def test_the_design_is_read_from_a_spec_json_that_holds_an_object_else_not_recorded(tmp_path: Path) -> None:
+    assert read_design(tmp_path) is None  # no spec.json
+    for bad in ("{truncated", "[1, 2]", "\udcff"):
+        (tmp_path / "spec.json").write_text(bad, errors="surrogateescape")
+        assert read_design(tmp_path) is None
+    spec = {"seeds": [0, 1], "base": {"model": {"pe": "rope", "extra": {}}, "optim": {"lr": 0.01}}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    assert read_design(tmp_path) == spec
+    s = summary({"baseline": [0.9, 0.8]})
+    assert design_lines(s, spec)[1] == "Base configuration: lr 0.01, PE rope."  # a dict field is one value

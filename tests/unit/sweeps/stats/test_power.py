@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.sweeps.report import power_table as table
 from ablate.sweeps.report.power_table import pilots
 from ablate.sweeps.stats.inference import mann_whitney, seeds_to_reject, signed_rank

@@ -11,7 +11,7 @@ from lightning.pytorch.callbacks import Callback
 from ablate.errors import ConfigError
 from ablate.experiments.runner.cells import run_cells
 from ablate.experiments.schema.config import TrainConfig
-from ablate.experiments.specs.spec import spec_from_dict
+from ablate.experiments.specs.spec_file import spec_from_dict
 from ablate.lit_modules.systems.seed_parallel import LitSeedParallel
 from ablate.sweeps.stats.summary import variance_components
 from tests.helpers.configs import TINY_BASE
