@@ -96,7 +96,7 @@ def test_installed_ablate_lists_presets_and_runs_a_sweep(installed: Path, tmp_pa
     # Every preset's experiments resolve inside the installed package (no repository files needed).
     code = (
         "from ablate.experiments.specs.presets import PRESETS, load_preset\n"
-        "from ablate.experiments.specs.spec import load_spec\n"
+        "from ablate.experiments.specs.spec_file import load_spec\n"
         "for p in sorted(PRESETS.glob('*.yaml')):\n"
         "    for rel in load_preset(p.stem)['experiments']:\n"
         "        load_spec(PRESETS.parent / rel, profile='cpu')\n"
