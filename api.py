@@ -24,6 +24,7 @@ from ablate.experiments.schema.config import TrainConfig
 from ablate.experiments.specs.loading import load_config
 from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.experiments.specs.spec_file import load_spec
+from ablate.sweeps.drivers.defaults import LR_FACTORS
 
 __all__ = [
     "ConfigError",
@@ -117,7 +118,7 @@ def lr_check(
     *,
     overrides: list[str] | None = None,
     profile: str | None = None,
-    factors: tuple[float, ...] = (0.5, 2.0),
+    factors: tuple[float, ...] = LR_FACTORS,
     workers: int = 1,
 ) -> dict[str, dict[str, Any]]:
     """The experiment again at its shared lr times each factor (``ablate lr-check``), each a sweep

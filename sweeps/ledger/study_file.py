@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ablate.errors import ConfigError
+from ablate.files import current_umask
 from ablate.sweeps.ledger.journal import is_journal, journal_path
 from ablate.sweeps.ledger.secrets import shown
 
@@ -104,9 +105,7 @@ def create_study_file(path: Path) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
         os.close(fd)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; SQLite would have made the usual mode
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; SQLite would have made the usual mode
     except OSError as err:
         raise ConfigError(f"cannot create the study file {path}: {err.strerror}") from None
     try:
