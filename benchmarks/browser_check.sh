@@ -5,12 +5,15 @@
 #
 # Starts `ablate dashboard RUN_DIR` on a free port, takes headless Chromium
 # screenshots of the review page `/` (first the first screen, 1280x800, then the
-# whole page), then optuna-dashboard's study list, study page, trial list and
-# trial table, writes them to OUT_DIR (default /tmp/browser_check) and stops the
-# server. Look at the PNGs: the first screen should show the verdicts, the
-# per-variant table and the link to optuna-dashboard; a page that renders blank
-# or an error is what this check is for. Run it on a folder whose sweep is still
-# running to see the live page (its bar counts the cells left).
+# whole page, 4000 px tall: a headless screenshot is the window, and scrolling to
+# an anchor in it draws the sticky bar mid-page), then optuna-dashboard's study
+# list, study page, trial list and trial table, writes them to OUT_DIR (default
+# /tmp/browser_check) and stops the server. Look at the PNGs: the first screen
+# should show the verdicts, the per-variant table, the link to optuna-dashboard
+# and the per-seed plot beside the paired differences; the whole page the cost
+# table, the validation curves and the heatmap gallery; a page that renders
+# blank or an error is what this check is for. Run it on a folder whose sweep is
+# still running to see the live page (its bar counts the cells left).
 set -euo pipefail
 
 run_dir=${1:?usage: benchmarks/browser_check.sh RUN_DIR [OUT_DIR]}
@@ -53,7 +56,7 @@ shot() {  # shot NAME URL [HEIGHT [WIDTH]]: one window-sized screenshot after th
     echo "$out/$1.png  <- $2"
 }
 shot review "$base/" 800 1280                                    # the first screen: verdicts, table, link
-shot review-full "$base/" 2600                                   # the whole page: plot, heatmap gallery
+shot review-full "$base/" 4000                                   # the whole page: cost, curves, gallery
 shot dashboard "$base/dashboard/"                                # the study list
 shot study "$base/dashboard/studies/$study_id"                   # history, importance, timeline
 shot trials "$base/dashboard/studies/$study_id/trials"           # trial 0: params, user attrs, artifacts

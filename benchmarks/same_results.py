@@ -19,8 +19,9 @@ from ablate.errors import ConfigError
 from ablate.sweeps.ledger.run_folder import read_summary
 from ablate.trees import flatten
 
-# Fields that describe the run, not its results.
-SUMMARY_SKIP = {"provenance", "versions"}
+# Fields that describe the run, not its results ("cost" holds wall times; its parameter counts
+# are compared through results.csv's n_params).
+SUMMARY_SKIP = {"provenance", "versions", "cost"}
 CELL_SKIP = {"wall_s", "trial", "wandb_id"}
 
 

@@ -5,8 +5,10 @@ with its namespace; a ``ConfigError`` becomes exit code 2 there)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,23 @@ if TYPE_CHECKING:
     from ablate.sweeps.drivers.launcher import Launcher
     from ablate.sweeps.drivers.options import RunOptions
     from ablate.sweeps.drivers.outcome import Outcome
+
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def reads_results(command: Command) -> Command:
+    """A command that reads a study's results runs inside registry.reading(): the spec.json it
+    reads imports none of the study's plugins (only training and ``verify`` import them)."""
+
+    @functools.wraps(command)
+    def reading_command(args: argparse.Namespace) -> int:
+        from ablate.lit_modules.model.registry import reading
+
+        with reading():
+            return command(args)
+
+    return reading_command
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -247,35 +266,49 @@ def cmd_check_component(args: argparse.Namespace) -> int:
     return 1 if broken else 0
 
 
+@reads_results
 def cmd_report(args: argparse.Namespace) -> int:
     from ablate.sweeps.report.build import rewrite_report
 
     run_dir = Path(args.run_dir)
-    print_summary(rewrite_report(run_dir, args.storage), run_dir)
+    print_summary(rewrite_report(run_dir, args.storage, margin=args.margin), run_dir)
     return 0
 
 
+@reads_results
 def cmd_power(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from ablate.sweeps.report.power_table import write_power
 
     run_dir = Path(args.run_dir)
-    table = write_power(
-        run_dir,
-        storage=args.storage,
-        delta=args.delta,
-        target=args.power,
-        alpha=args.alpha,
-        max_seeds=args.max_seeds,
-    )
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:  # drawn on a terminal only
+        task = bar.add_task("power", total=None)
+
+        def progress(name: str, done: int, total: int) -> None:
+            bar.update(task, description=f"power: {name}", completed=done, total=total)
+
+        table = write_power(
+            run_dir,
+            storage=args.storage,
+            delta=args.delta,
+            margin=args.margin,
+            target=args.power,
+            alpha=args.alpha,
+            max_seeds=args.max_seeds,
+            progress=progress,
+        )
     print_power(table, run_dir)
     return 0
 
 
+@reads_results
 def cmd_compare(args: argparse.Namespace) -> int:
     from ablate.sweeps.report.compare import compare_runs
 
     out = Path(args.out or f"{args.run_a.rstrip('/')}-vs-{Path(args.run_b).name}")
-    paths = compare_runs(Path(args.run_a), Path(args.run_b), out)
+    paths = compare_runs(Path(args.run_a), Path(args.run_b), out, margin=args.margin)
     console.print(f"comparison: {paths['html']} and {paths['markdown']}", markup=False)
     return 0
 
@@ -304,6 +337,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return exit_code(checks)
 
 
+@reads_results
 def cmd_dashboard(args: argparse.Namespace) -> int:
     from ablate.sweeps.integrations.dashboard import serve
 
@@ -385,6 +419,7 @@ def _run_preset(name: str, specs: list[ExperimentSpec], out: Path, args: argpars
     return [outcome for _, outcome in results]
 
 
+@reads_results
 def cmd_aggregate(args: argparse.Namespace) -> int:
     from ablate.sweeps.report.across_tasks import write_aggregate
 
@@ -394,6 +429,7 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     return 0
 
 
+@reads_results
 def cmd_wandb_report(args: argparse.Namespace) -> int:
     from ablate.sweeps.integrations.wandb_review import create_from_spec, write_review
 

@@ -86,3 +86,28 @@ def launcher_options(p: argparse.ArgumentParser) -> None:
         help="with --launcher slurm: submitit's job parameters, e.g. "
         "partition=gpu,gpus_per_node=1,timeout_min=120,array_parallelism=8",
     )
+
+
+def margin_value(text: str) -> float:
+    """``--margin``'s value: a number > 0, the smallest effect that matters in the metric's units."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number > 0 (the smallest effect that matters, in the metric's units, e.g. 0.01)"
+        )
+    return value
+
+
+def margin_option(
+    p: argparse.ArgumentParser, what: str = "for every comparison (default: the spec's margin:)"
+) -> None:
+    p.add_argument(
+        "--margin",
+        type=margin_value,
+        default=None,
+        metavar="M",
+        help=f"equivalence margin in the metric's units, {what}",
+    )

@@ -31,7 +31,14 @@ from ablate.cli.commands import (
     cmd_wandb_report,
     cmd_wandb_sweep,
 )
-from ablate.cli.options import launcher_options, plan_options, profile_option, storage_option, sweep_options
+from ablate.cli.options import (
+    launcher_options,
+    margin_option,
+    plan_options,
+    profile_option,
+    storage_option,
+    sweep_options,
+)
 from ablate.cli.tables import console
 from ablate.errors import ConfigError
 from ablate.lit_modules.model.kinds import KINDS
@@ -185,6 +192,7 @@ def _add_readers(sub: Subcommands) -> None:
     """The commands that read finished run folders: report, dashboard, power, aggregate."""
     rp = sub.add_parser("report", help="(re)write the report of a sweep run folder")
     rp.add_argument("run_dir", help="sweep run folder (with spec.json)")
+    margin_option(rp)
     rp.set_defaults(func=cmd_report)
 
     db = sub.add_parser(
@@ -197,13 +205,18 @@ def _add_readers(sub: Subcommands) -> None:
     )
     db.set_defaults(func=cmd_dashboard)
 
-    pw = sub.add_parser("power", help="seeds each comparison needs, from a model fitted to a finished study")
+    pw = sub.add_parser(
+        "power",
+        help="seeds each comparison needs to detect its margin and to show equivalence within it, "
+        "from a model fitted to a finished study",
+    )
     pw.add_argument("run_dir", help="finished sweep run folder (with spec.json)")
+    margin_option(pw)
     pw.add_argument(
         "--delta",
         type=float,
         help="effect to detect, in the metric's units: the shift the primary test measures "
-        "(default: each pilot's Hodges-Lehmann estimate)",
+        "(default: the margin)",
     )
     pw.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
     pw.add_argument(
@@ -228,6 +241,7 @@ def _add_compare_verify(sub: Subcommands) -> None:
     cp.add_argument("run_a", help="first sweep run folder")
     cp.add_argument("run_b", help="second sweep run folder")
     cp.add_argument("--out", help="output folder (default RUN_A-vs-NAME_B)")
+    margin_option(cp, "per variant: is B equivalent to A within ±M?")
     cp.set_defaults(func=cmd_compare)
 
     vf = sub.add_parser(

@@ -91,7 +91,7 @@ def print_summary(summary: dict, run_dir: Path) -> None:
     console.print(
         "Δ: Hodges-Lehmann estimate of the design's primary test (signed-rank on the per-seed "
         "differences when paired, mann-whitney otherwise); its interval inverts that test, at the "
-        "confidence shown. " + holm_line(summary["variants"], baseline),
+        "confidence shown. " + holm_line(summary["variants"], baseline, summary.get("comparisons")),
         markup=False,
     )
     for name, v in summary["variants"].items():
@@ -126,40 +126,44 @@ def print_search(summary: dict, run_dir: Path) -> None:
 
 
 def print_power(table: dict, run_dir: Path) -> None:
-    """``ablate power``: per variant, the seeds needed for the target power, its range, the curve."""
+    """``ablate power``: per comparison, the seeds that detect Δ = the margin and the seeds that
+    show equivalence within it, each with the share of pilots in which they are enough."""
     t = Table(
         title=f"{table['experiment']}: seeds per side for power {table['power']} at alpha {table['alpha']} "
-        f"(Holm over {table['comparisons']}: {table['alpha_per_comparison']:.4g} each; "
-        f"{table['metric']}, Δ {table['delta']})"
+        f"(Holm over {table['comparisons']}: {table['alpha_per_comparison']:.4g} each, equivalence "
+        f"{table['equivalence_alpha_per_comparison']:.4g}; {table['metric']})"
     )
-    for col in ("variant", "test", "Δ", "σ", "pilot seeds", "seeds needed", "80 % range", "power by seeds"):
-        t.add_column(col, justify="left" if col in ("variant", "test", "power by seeds") else "right")
+    for col in ("comparison", "test", "σ", "pilot seeds", "margin", "detect Δ", "show equivalence"):
+        t.add_column(col, justify="left" if col in ("comparison", "test") else "right")
     for name, v in table["variants"].items():
-        low, high = (str(n) if n is not None else "more" for n in v["seeds_range_80"])
-        curve = "  ".join(f"{p['seeds']}:{p['power']:.2f}" for p in v["curve"]) or (v["note"] or "")
+        detect = power_cell(v["detect"], "effect", table["max_seeds"])
         t.add_row(
             name,
             v["test"],
-            f"{v['delta']:+.4g}",
-            f"{v['sigma']:.3g}",
+            "–" if v["sigma"] is None else f"{v['sigma']:.3g}",
             str(v["pilot_seeds"]),
-            power_needed(v),
-            f"{low}–{high}",
-            curve,
+            "–" if v["margin"] is None else f"{v['margin']:.4g}",
+            detect,
+            power_cell(v["equivalence"], "margin", table["max_seeds"]),
         )
     out_console.print(t)
     for name, v in table["variants"].items():
-        if v["note"] and v["curve"]:  # a note without a curve is in the table already
+        if v["note"]:
             console.print(f"{name}: {v['note']}", markup=False, style="yellow")
-    console.print(f"model: {table['model']}; power.json: {run_dir / 'power.json'}", markup=False)
+    console.print(
+        f"model: {table['model']}; measured: docs, statistics, calibration; power.json: {run_dir / 'power.json'}",
+        markup=False,
+    )
     print_folder(run_dir)
 
 
-def power_needed(v: dict) -> str:
-    """The seeds needed as a cell: the number, "more than N", or the reason there is none."""
-    if v["seeds_needed"] is not None:
-        return str(v["seeds_needed"])
-    return "–" if not v["curve"] else "more than the max"
+def power_cell(d: dict | None, key: str, max_seeds: int) -> str:
+    """A claim's seeds as a cell: "N (Δ, enough in S %)", "more than MAX", or – without an effect."""
+    if d is None:
+        return "–"
+    if d["seeds"] is None:
+        return "–" if d[key] == 0 else f"more than {max_seeds}"
+    return f"{d['seeds']} (±{d[key]:.4g}: enough in {100 * d['share']:.0f} %)"
 
 
 def print_aggregate(agg: dict) -> None:

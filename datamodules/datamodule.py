@@ -29,8 +29,9 @@ from ablate.datamodules.tasks import TASKS
 from ablate.errors import user_path
 
 # Bump when generators, the label rules or the cache layout change (4: meta.json holds each
-# split's size and source, datamodules/splits.py; the data are built as in 3).
-CACHE_VERSION = 4
+# split's size and source, datamodules/splits.py; 5: and its majority-class rate; the data are
+# built as in 3).
+CACHE_VERSION = 5
 # Fields that only affect batching, not the data; everything else keys the cache.
 _NOT_IN_KEY = ("batch_size", "num_workers", "cache_dir")
 
@@ -204,7 +205,7 @@ class ClassificationDataModule(L.LightningDataModule):
             sources = {name: made for name in data}
             if "test_long" in data:
                 sources["test_long"] = f"{made}, lengths x{cfg.long_test_factor}"
-        meta["splits"] = split_record({name: len(labels) for name, (_, labels) in data.items()}, sources)
+        meta["splits"] = split_record({name: labels for name, (_, labels) in data.items()}, sources)
         out = {}
         for name, (texts, labels) in data.items():
             limit = None if name == "test_long" else cfg.max_len  # test_long is longer on purpose

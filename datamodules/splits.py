@@ -2,14 +2,16 @@
 its trial and W&B run, and the report carry, and the warning for evaluation splits too small to
 tell variants apart.
 
-A record is ``{split: {"n": examples, "source": how it was made}}`` for the splits the datamodule
+A record is ``{split: {"n": examples, "source": how it was made, "majority": the share of its
+most common label}}`` for the splits the datamodule
 built (``train``, ``validation``, ``test`` and, for a synthetic task with ``long_test_factor``,
 ``test_long``). Light on purpose (no torch, no datasets): the report imports it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # Fewer validation or test examples than this gets a warning. One example moves an accuracy by
@@ -24,9 +26,21 @@ NOT_RECORDED = "not recorded"
 SplitRecord = dict[str, dict[str, Any]]
 
 
-def split_record(sizes: Mapping[str, int], sources: Mapping[str, str]) -> SplitRecord:
-    """``{split: {"n", "source"}}`` in ``sizes``' order; a split without a source says so."""
-    return {name: {"n": int(n), "source": sources.get(name, NOT_RECORDED)} for name, n in sizes.items()}
+def split_record(labels: Mapping[str, Sequence[int]], sources: Mapping[str, str]) -> SplitRecord:
+    """``{split: {"n", "source", "majority"}}`` in ``labels``' order, from each split's labels;
+    a split without a source says so. ``majority`` (the rate of always predicting the most common
+    label) is what the design check calls chance (sweeps/stats/design.py)."""
+    return {
+        name: {"n": len(y), "source": sources.get(name, NOT_RECORDED), "majority": majority_rate(y)}
+        for name, y in labels.items()
+    }
+
+
+def majority_rate(labels: Sequence[int]) -> float | None:
+    """The share of the most common label (4 decimals); None for no labels."""
+    if not len(labels):
+        return None
+    return round(max(Counter(labels).values()) / len(labels), 4)
 
 
 def small_splits(record: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:

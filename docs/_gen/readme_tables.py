@@ -274,6 +274,7 @@ def footer(inputs: list[Experiment]) -> str:
     ]
     if overrides:  # a profile's or the command line's, besides the step count the table shows
         line += " Overrides: " + "; ".join(overrides) + "."
+    line += equivalence_note(inputs)
     line += numerics_note([r for _, r in runs])
     line += cell_time_note([(lbl, r.rows) for lbl, r in runs if r.rows is not None])
     if checked := [e for e in inputs if e.lr_runs]:
@@ -290,6 +291,30 @@ def footer(inputs: list[Experiment]) -> str:
             f" per-variant choice does not look at {', '.join(shown_metrics(each))}."
         )
     return line + tuned_note([(e.label, e.tuned.spec) for e in inputs if e.tuned is not None])
+
+
+def equivalence_note(inputs: list[Experiment]) -> str:
+    """`` Equivalence within ±m (TOST, 90.6 % intervals): SST-2 no_pe equivalent, Δ [lo, hi]; ...``
+    for each data set whose spec gives a margin (sweeps/stats/equivalence.py)."""
+    parts = []
+    for e in inputs:
+        for name, t in (e.main.summary.get("equivalence") or {}).items():
+            ci = (
+                "no interval at these seeds"
+                if t["ci"] is None
+                else f"[{signed(t['ci'][0])}, {signed(t['ci'][1])}]"
+            )
+            conf = "" if t["confidence"] is None else f" ({100 * t['confidence']:.1f} %)"
+            verdict = "equivalent" if t["equivalent"] else "not shown equivalent"
+            parts.append(
+                f"{e.label} {name} {verdict} within ±{t['margin']:g}: {ci}{conf}, p TOST Holm {p_text(t.get('p_holm'))}"
+            )
+    if not parts:
+        return ""
+    return (
+        " Equivalence (the spec's `margin:`, two one-sided tests: the interval at 1 − 2α inside ±m, Holm over "
+        "the data set's comparisons): " + "; ".join(parts) + "."
+    )
 
 
 def numerics_note(runs: list[Run]) -> str:
@@ -322,6 +347,17 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in (EXPERIMENTS / "presets").glob("*.yaml"))
 
 
+def shipped_margin(name: str) -> dict[str, float]:
+    """The ``margin:`` of the shipped experiment spec named ``name`` (as spec.json holds it:
+    comparison -> margin, ``default`` for the rest); empty without one."""
+    for path in sorted((EXPERIMENTS / "ablations").glob("*.yaml")):
+        raw = yaml.safe_load(path.read_text())
+        if raw.get("name") == name and raw.get("margin") is not None:
+            m = raw["margin"]
+            return {k: float(v) for k, v in m.items()} if isinstance(m, dict) else {"default": float(m)}
+    return {}
+
+
 def experiment_names(preset: str) -> list[str]:
     """The experiments a preset runs (experiments/configs/presets/<preset>.yaml), in its order."""
     path = EXPERIMENTS / "presets" / f"{preset}.yaml"
@@ -339,7 +375,14 @@ def result_paths(folder: Path, run: str) -> Paths:
     return (folder / f"{run}.json", folder / f"{run}.spec.json", folder / f"{run}.results.csv")
 
 
-def read_run(paths: Paths, name: str, *, need_rows: bool, missing: Callable[[list[str]], str]) -> Run:
+def read_run(
+    paths: Paths,
+    name: str,
+    *,
+    need_rows: bool,
+    missing: Callable[[list[str]], str],
+    margin: dict[str, float] | None = None,
+) -> Run:
     absent = [str(p) for p in (paths if need_rows else paths[:2]) if not p.is_file()]
     if absent:
         raise TableError(missing(absent))
@@ -350,13 +393,20 @@ def read_run(paths: Paths, name: str, *, need_rows: bool, missing: Callable[[lis
     if not paths[2].is_file():  # committed without its cells: the statistics as they were written
         return Run(summary, spec)
     rows = read_results_csv(paths[2])
-    return Run(restat(summary, spec, rows), spec, rows)
+    return Run(restat(summary, spec, rows, spec.get("margin") or margin or {}), spec, rows)
 
 
-def restat(summary: dict[str, Any], spec: dict[str, Any], rows: list[CellRow]) -> dict[str, Any]:
+def restat(
+    summary: dict[str, Any], spec: dict[str, Any], rows: list[CellRow], margin: dict[str, float] | None = None
+) -> dict[str, Any]:
     """The summary with its statistics computed again from the run's cells by today's code
     (sweeps/stats/summary.py), so that a table shows the same tests, intervals and verdicts as
-    a report written now; provenance, versions and the rest stay as the run wrote them."""
+    a report written now; provenance, versions and the rest stay as the run wrote them.
+    ``margin`` (the run's spec.json ``margin``, else the shipped spec's: a reading, not part of
+    the study) adds the equivalence tests."""
+    margin = margin or {}
+    others = [v for v, ov in spec["variants"].items() if ov]
+    margins = {v: m for v in others if (m := margin.get(v, margin.get("default"))) is not None}
     adaptive = spec.get("adaptive")
     looks = 1 + -(-(adaptive["max"] - adaptive["min"]) // adaptive["step"]) if adaptive else 1
 
@@ -371,10 +421,13 @@ def restat(summary: dict[str, Any], spec: dict[str, Any], rows: list[CellRow]) -
             seeds=spec["seeds"],
             overrides=spec["variants"],
             looks=looks,
+            margins=margins,
         )
 
     fresh = stats(spec["metric"])
     out = {**summary, **{k: fresh[k] for k in ("cells", "variants", "methods")}}
+    if "equivalence" in fresh:
+        out["equivalence"] = fresh["equivalence"]
     if spec.get("extra_metrics"):
         out["extra_metrics"] = {m: stats(m)["variants"] for m in spec["extra_metrics"]}
     return out
@@ -390,7 +443,7 @@ def read_experiment(
 ) -> Experiment:
     """The experiment's shared run, and its companion runs among ``present`` (run names);
     ``missing`` words the error for absent files."""
-    main = read_run(paths(name), name, need_rows=need_rows, missing=missing)
+    main = read_run(paths(name), name, need_rows=need_rows, missing=missing, margin=shipped_margin(name))
     lr_names, tuned_name = companions(name, present)
     lr_runs = {f: read_run(paths(n), n, need_rows=True, missing=missing) for f, n in lr_names.items()}
     tuned = read_run(paths(tuned_name), tuned_name, need_rows=True, missing=missing) if tuned_name else None

@@ -36,6 +36,7 @@ from ablate.experiments.schema.machine import numerics_record, require_pinned
 from ablate.experiments.schema.memory import check_memory
 from ablate.files import write_json, write_yaml
 from ablate.lit_modules.systems.classifier import LitClassifier
+from ablate.lit_modules.systems.curves import CURVE_METRIC, ValidationCurve
 from ablate.lit_modules.systems.progress import StepProgressBar
 from ablate.lit_modules.systems.seed_parallel import LitSeedParallel, MemberLogger, member_metrics
 from ablate.lit_modules.systems.ulp import perturb_ulp
@@ -55,11 +56,17 @@ class TrialResult:
     numerics: dict[str, Any] = field(default_factory=dict)
     # Each data split's size and how it was made (datamodules/splits.py): what the metrics are of.
     splits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The model's trainable parameter count (a GQA or GLU variant changes it): what the cell cost.
+    n_params: int | None = None
+    # The validation metric at each validation of fit (lit_modules/systems/curves.py): {"metric",
+    # "steps", "values"}. In metrics.json, not in to_dict: the train command's table shows to_dict.
+    curve: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: a NaN metric (a diverged run) becomes null."""
         metrics = {k: (v if math.isfinite(v) else None) for k, v in self.metrics.items()}
         out = {**metrics, "diverged": self.diverged, "steps": self.steps, "wall_s": round(self.wall_s, 3)}
+        out |= {"n_params": self.n_params} if self.n_params is not None else {}
         out |= {"numerics": self.numerics} if self.numerics else {}
         return out | ({"splits": self.splits} if self.splits else {})
 
@@ -229,10 +236,14 @@ def _train_group(
     streams = [cfg.seed_streams(s) for s in seeds]
     train = [dm.dataloader("train", shuffle=True, seed=s.order) for s in streams]  # one order per seed
     lit = _group_model(cfg, dm, streams)
-    trainer = _fit(cfg, lit, dm, train, out_dirs, loggers, progress=progress, callbacks=callbacks)
+    curves = ValidationCurve(len(seeds), CURVE_METRIC)  # reads what validation logged: no pass, no draw
+    trainer = _fit(cfg, lit, dm, train, out_dirs, loggers, progress=progress, callbacks=[*callbacks, curves])
     members = member_metrics(evaluate(trainer, lit, dm), len(seeds))
     wall = time.perf_counter() - start
     results = _results(cfg, seeds, members, lit, trainer.global_step, dm, wall / len(seeds))
+    for k, result in enumerate(results):
+        final = result.metrics.get(curves.metric)  # the validation after fit, at the last step
+        result.curve = curves.curve(k, result.steps, final)
     if out_dirs is not None:
         for out, result in zip(out_dirs, results, strict=True):
             _write_cell(Path(out), result, dm)
@@ -317,14 +328,18 @@ def _results(
             numerics=numerics_record(),
             splits=dm.split_record,
         )
-        result.extras.update(model=lit.member_model(k), datamodule=dm)
+        model = lit.member_model(k)
+        result.n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        result.extras.update(model=model, datamodule=dm)
         results.append(result)
     return results
 
 
 def _write_cell(out: Path, result: TrialResult, dm: ClassificationDataModule) -> None:
-    """A cell's folder: the resolved config, ``metrics.json`` and the tokenizer."""
+    """A cell's folder: the resolved config, ``metrics.json`` (with the validation curve) and the
+    tokenizer."""
     write_yaml(out / "config.yaml", result.config.to_dict())
     note = {"data_note": dm.split_note} if dm.split_note else {}  # an unlabelled split's fallback
-    write_json(out / "metrics.json", {**result.to_dict(), **note})
+    curve = {"curve": result.curve} if result.curve is not None else {}
+    write_json(out / "metrics.json", {**result.to_dict(), **curve, **note})
     dm.save_tokenizer(out)

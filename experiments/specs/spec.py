@@ -29,6 +29,7 @@ from ablate.experiments.schema.seeds import (
     parse_adaptive,
 )
 from ablate.experiments.specs.search_spec import SearchSpec, parse_search
+from ablate.lit_modules.model import registry
 
 Loaded = dict[str, Any]  # the fields spec_from_resolved has read so far (search needs the base)
 
@@ -147,10 +148,40 @@ class ExperimentSpec:
         load=_seed_tuples,
         doc="the seeds that adaptive rounds added, per variant",
     )
+    # How the results are read, not what they are: neither is part of the identity, so a margin
+    # or a comparison can be added to a finished study (`ablate report` rereads spec.json).
+    margin: dict[str, float] = _spec_field(
+        key="margin",
+        newer=True,
+        factory=dict,
+        doc="the smallest effect that matters, in the metric's units: a number, or comparison -> number "
+        "(`default:` for the rest); a comparison with one also gets an equivalence test",
+    )
+    compare: tuple[tuple[str, str], ...] = _spec_field(
+        (),
+        key="compare",
+        newer=True,
+        dump=lambda pairs: [list(p) for p in pairs],
+        load=lambda value, _: tuple(tuple(p) for p in value),
+        doc="pairs of variants compared with each other as well: a list of [a, b], or `all`",
+    )
 
     @property
     def baseline(self) -> str:
         return next(name for name, ov in self.variants.items() if not ov)
+
+    def comparisons(self) -> list[str]:
+        """Every comparison's name: each variant against the baseline (its name), then each
+        ``compare:`` pair ("a vs b")."""
+        return [v for v in self.variants if v != self.baseline] + [f"{a} vs {b}" for a, b in self.compare]
+
+    def margin_for(self, comparison: str) -> float | None:
+        """The equivalence margin of a comparison (its own, else ``default``), None without one."""
+        return self.margin.get(comparison, self.margin.get("default"))
+
+    def margins(self) -> dict[str, float]:
+        """comparison -> margin, for the comparisons that have one."""
+        return {c: m for c in self.comparisons() if (m := self.margin_for(c)) is not None}
 
     def cells(self) -> list[tuple[str, int]]:
         """Every (variant, seed) pair, seed-major so early results cover all variants; then the
@@ -164,19 +195,23 @@ class ExperimentSpec:
     def cell_config(self, variant: str, seed: int) -> TrainConfig:
         return self.base.override({**self.variants[variant], "seed": seed})
 
-    def identity(self) -> str:
-        """Hash of what makes results comparable: the base, the variants, the metric, and the source
+    def identity(self, *, full_source: bool = False) -> str:
+        """Hash of what makes results comparable: the base, the variants, the metric, and the code
         of every plugin and non-built-in component the cells use.
 
         Seeds are not part of it, so a study can grow by more seeds later; keys added to the config
-        after studies existed count only away from their defaults (LATER_DEFAULTS).
+        after studies existed count only away from their defaults (LATER_DEFAULTS). A plugin counts
+        by its code (plugins.code_hash: its tokens without comments, docstrings and layout), so a
+        study resumes after an edit of its comments or docstrings and refuses any other; with
+        ``full_source``, by its full source, as studies recorded it before (sweeps/ledger/identity.py
+        still resumes those).
         """
         payload: dict[str, Any] = {
             "base": without_later_defaults(self.base.to_dict()),
             "variants": self.variants,
             "metric": self.metric,
         }
-        sources = self.plugin_sources()
+        sources = self.plugin_sources(full_source=full_source)
         if sources:
             payload["plugins"] = sources
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -185,7 +220,6 @@ class ExperimentSpec:
         """What the study records of its plugins (lit_modules/components/plugins.py ``record``): each declared
         plugin, and the module of every component a cell uses that is neither built in nor declared."""
         from ablate.lit_modules.components import plugins
-        from ablate.lit_modules.model import registry
 
         out = {r["module"]: r for r in (plugins.record(e) for e in self.base.plugins)}
         for v in self.variants:
@@ -209,14 +243,19 @@ class ExperimentSpec:
                 out.update(content_hashes(data.source))
         return out
 
-    def plugin_sources(self) -> dict[str, str | None]:
-        """plugin (file name or module) -> SHA-256 of its source, for the identity (empty without)."""
-        return {r["name"]: r["sha256"] for r in self.plugin_records()}
+    def plugin_sources(self, *, full_source: bool = False) -> dict[str, str | None]:
+        """plugin (file name or module) -> SHA-256 of its code, for the identity (empty without);
+        with ``full_source``, of its full source (``identity``)."""
+        if not full_source:
+            return {r["name"]: r["sha256"] for r in self.plugin_records()}
+        from ablate.lit_modules.components.plugins import source_hash
+
+        return {r["name"]: source_hash(sys.modules[r["module"]]) for r in self.plugin_records()}
 
     def to_dict(self) -> dict[str, Any]:
         """What spec.json holds: every field as JSON data, in field order, then the SHA-256 of
-        each plugin's source and of each local data file the cells read (when there are any)."""
-        out = {f.name: _dumped(f, getattr(self, f.name)) for f in dataclasses.fields(self)}
+        each plugin's code and of each local data file the cells read (when there are any)."""
+        out = {f.name: _dumped(f, getattr(self, f.name)) for f in FIELDS}
         if sources := self.plugin_sources():
             out["plugin_sources"] = sources
         if data := self.data_sources():
@@ -239,16 +278,66 @@ REQUIRED_KEYS = tuple(f.metadata["key"] for f in FIELDS if f.metadata["required"
 DIRECTIONS: tuple[str, ...] = choices(ExperimentSpec, "direction")  # type: ignore[assignment]
 
 
-def spec_from_resolved(d: dict[str, Any]) -> ExperimentSpec:
+# What spec.json holds besides the fields (ExperimentSpec.to_dict): a RecordedSpec reads them back.
+RECORDED_KEYS = ("plugin_sources", "data_sources")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedSpec(ExperimentSpec):
+    """A study's spec read back from its spec.json to read its results (``spec_from_resolved``
+    with ``reading``): its configs are built without importing its plugins or checking their
+    components (registry.reading), and the hashes spec.json recorded stand for its plugins and
+    data files, so that its identity is the study's whether or not they are still there. What
+    trains (the workers, ``ablate verify``) reads spec.json as an ExperimentSpec instead."""
+
+    recorded: dict[str, dict[str, str | None]] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def cell_config(self, variant: str, seed: int) -> TrainConfig:
+        with registry.reading():
+            return super().cell_config(variant, seed)
+
+    def plugin_sources(self, *, full_source: bool = False) -> dict[str, str | None]:
+        """As recorded (by code or, for a study recorded before, by full source)."""
+        return dict(self.recorded.get("plugin_sources") or {})
+
+    def data_sources(self) -> dict[str, str]:
+        return dict(self.recorded.get("data_sources") or {})  # type: ignore[arg-type]
+
+    def plugin_records(self) -> list[dict[str, Any]]:
+        """plugins.recorded of each recorded plugin: its file and hash, nothing imported."""
+        from ablate.lit_modules.components import plugins
+
+        entries = {plugins.name_of(e): e for e in self.base.plugins}
+        records = [plugins.recorded(entries.get(n, n), h) for n, h in self.plugin_sources().items()]
+        return sorted(records, key=lambda r: r["module"])
+
+
+def spec_from_resolved(d: dict[str, Any], *, reading: bool | None = None) -> ExperimentSpec:
     """Rebuild a spec from ``ExperimentSpec.to_dict()`` (overrides already applied): each field
-    read by its ``load``; a ``newer`` field's absent key is its default, another's a KeyError."""
+    read by its ``load``; a ``newer`` field's absent key is its default, another's a KeyError.
+
+    With ``reading`` (None: whether this runs inside registry.reading(), as the commands that read
+    results do), a RecordedSpec: no plugin is imported. Otherwise the plugins are imported, as
+    training needs them."""
+    if reading is None:
+        reading = registry.is_reading()
+    if not reading:
+        return ExperimentSpec(**_loaded(d))
+    with registry.reading():
+        loaded = _loaded(d)
+    return RecordedSpec(**loaded, recorded={k: dict(d.get(k) or {}) for k in RECORDED_KEYS})
+
+
+def _loaded(d: dict[str, Any]) -> Loaded:
     loaded: Loaded = {}
     for f in FIELDS:
         if f.name not in d and f.metadata["newer"]:
             continue
         load = f.metadata["load"]
         loaded[f.name] = d[f.name] if load is None else load(d[f.name], loaded)
-    return ExperimentSpec(**loaded)
+    return loaded
 
 
 def cell_from_args(spec: ExperimentSpec, args: list[str]) -> tuple[str, int, TrainConfig]:

@@ -79,6 +79,8 @@ def spec_from_dict(
     metric, extra_metrics, direction = _metrics(raw, base, where)
     tags, description, wandb_project = _labels(raw, where)
     search = parse_search(raw["search"], base, where, src.folder) if raw.get("search") is not None else None
+    compare = _compare(raw.get("compare"), variants, where)
+    margin = _margin(raw.get("margin"), variants, compare, where)
     return ExperimentSpec(
         name=name,
         base=base,
@@ -95,6 +97,8 @@ def spec_from_dict(
         search=search,
         adaptive=adaptive,
         seed_factors=factors,
+        compare=compare,
+        margin=margin,
     )
 
 
@@ -266,6 +270,59 @@ def _labels(raw: dict[str, Any], where: str) -> tuple[tuple[str, ...], str, str 
         raw.get("description") or DEFAULTS["description"],
         raw.get("wandb_project"),
     )
+
+
+def _compare(value: Any, variants: dict[str, dict[str, Any]], where: str) -> tuple[tuple[str, str], ...]:
+    """``compare:``: pairs of non-baseline variants (a list of [a, b] or "a vs b"), or ``all``."""
+    others = [v for v, ov in variants.items() if ov]
+    if value is None:
+        return ()
+    if value == "all":
+        return tuple((a, b) for i, a in enumerate(others) for b in others[i + 1 :])
+    require(
+        isinstance(value, list),
+        f"{where}compare must be `all` or a list of pairs [a, b] (or 'a vs b'), got {value!r}",
+    )
+    pairs: list[tuple[str, str]] = []
+    for item in value:
+        pair = item.split(" vs ") if isinstance(item, str) else item
+        require(
+            isinstance(pair, list) and len(pair) == 2 and pair[0] != pair[1],
+            f"{where}compare: {item!r} is not a pair of two different variants ([a, b] or 'a vs b')",
+        )
+        for name in pair:
+            require(
+                name in others,
+                f"{where}compare: {name!r} is not a variant to compare"
+                + (" (the baseline is compared with every variant already)" if name in variants else "")
+                + f"; choose from {', '.join(others)}",
+            )
+        require(
+            (pair[0], pair[1]) not in pairs and (pair[1], pair[0]) not in pairs,
+            f"{where}compare: {pair[0]} and {pair[1]} are listed twice",
+        )
+        pairs.append((pair[0], pair[1]))
+    return tuple(pairs)
+
+
+def _margin(
+    value: Any, variants: dict[str, dict[str, Any]], compare: tuple[tuple[str, str], ...], where: str
+) -> dict[str, float]:
+    """``margin:``: a number > 0 for every comparison, or comparison -> number (``default`` for
+    the rest), in the metric's units."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        value = {"default": value}
+    names = ["default", *(v for v, ov in variants.items() if ov), *(f"{a} vs {b}" for a, b in compare)]
+    for key, m in value.items():
+        require(key in names, f"{where}margin: no comparison {key!r}; choose from {', '.join(names)}")
+        require(
+            isinstance(m, (int, float)) and not isinstance(m, bool) and 0 < m < float("inf"),
+            f"{where}margin {key}: {m!r} must be a number > 0 (the smallest effect that matters, in the "
+            "metric's units, e.g. 0.01 for one point of accuracy)",
+        )
+    return {k: float(m) for k, m in value.items()}
 
 
 def _base(value: Any, folder: Path, where: str) -> TrainConfig:

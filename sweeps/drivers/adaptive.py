@@ -6,7 +6,9 @@ variant first. After each round (a *look*) the study is summarized as its report
 becomes p_seq = min(1, L p), Bonferroni over every look the schedule allows, and Holm runs
 over the p_seq of all comparisons. A comparison is *decided* when its Holm-adjusted p_seq is
 <= 0.05 (``separated``) or when its interval (the primary test's, at 1 - 0.05 / L) is narrower
-than ``width`` (``ci_width``). The undecided variants and the baseline get ``step`` more
+than ``width`` (``ci_width``). A comparison the design check marks uninformative (its baseline
+at ceiling, floor or chance, or without spread; sweeps/stats/design.py) stops too: more seeds
+cannot make such a design answer. The undecided variants and the baseline get ``step`` more
 seeds, up to ``max``; decided variants stop.
 
 Why this controls the error: under a true null, P(some look has L p <= a) <= L (a / L) = a,
@@ -28,8 +30,9 @@ from ablate.sweeps.stats.rows import CellRow
 from ablate.sweeps.stats.summary import ALPHA, summarize
 
 
-def look(spec: ExperimentSpec, rows: list[CellRow]) -> dict[str, Any]:
-    """The study's summary at this look, as its report computes it (looks = the schedule's)."""
+def look(spec: ExperimentSpec, rows: list[CellRow], chance: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The study's summary at this look, as its report computes it (looks = the schedule's;
+    ``chance``: the evaluated split's majority-class rate, design.chance_of)."""
     assert spec.adaptive is not None
     return summarize(
         rows,
@@ -40,11 +43,14 @@ def look(spec: ExperimentSpec, rows: list[CellRow]) -> dict[str, Any]:
         variants=list(spec.variants),
         overrides=spec.variants,
         looks=spec.adaptive.looks,
+        chance=chance,
     )
 
 
 def verdicts(summary: dict[str, Any], a: AdaptiveSeeds) -> dict[str, dict[str, Any]]:
-    """Per non-baseline variant of a look's summary: its seeds, interval, p_seq and decided?"""
+    """Per non-baseline variant of a look's summary: its seeds, interval, p_seq, uninformative
+    (the design check) and decided? (separated or narrow enough, or uninformative)."""
+    checks = summary["design"]["comparisons"]
     out = {}
     for name, v in summary["variants"].items():
         if name == summary["baseline"]:
@@ -54,14 +60,23 @@ def verdicts(summary: dict[str, Any], a: AdaptiveSeeds) -> dict[str, dict[str, A
             decided = v["p_holm"] is not None and v["p_holm"] <= ALPHA
         else:
             decided = ci is not None and ci[1] - ci[0] <= a.width
-        out[name] = {"seeds": v["n"], "ci": ci, "p_seq": v["p_seq"], "decided": bool(decided)}
+        uninformative = bool(checks[name]["uninformative"])
+        out[name] = {
+            "seeds": v["n"],
+            "ci": ci,
+            "p_seq": v["p_seq"],
+            "uninformative": uninformative,
+            "decided": bool(decided) or uninformative,
+        }
     return out
 
 
-def decide(spec: ExperimentSpec, rows: list[CellRow]) -> dict[str, dict[str, Any]]:
+def decide(
+    spec: ExperimentSpec, rows: list[CellRow], chance: dict[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
     """``verdicts`` of the study's rows now."""
     assert spec.adaptive is not None
-    return verdicts(look(spec, rows), spec.adaptive)
+    return verdicts(look(spec, rows, chance), spec.adaptive)
 
 
 def grow(spec: ExperimentSpec, undecided: list[str]) -> ExperimentSpec | None:

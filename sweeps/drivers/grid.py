@@ -199,15 +199,19 @@ def _finish(grid: Grid, use_wandb: bool) -> tuple[dict[str, Any], Outcome]:
 def _next_round(spec: ExperimentSpec, store: CellStore) -> ExperimentSpec | None:
     """Adaptive seeds: record this round's verdicts on the study; the grown spec, or None to stop."""
     from ablate.sweeps.drivers.adaptive import decide, grow
+    from ablate.sweeps.report.build import study_splits
+    from ablate.sweeps.stats.design import chance_of
 
-    verdicts = decide(spec, collect_rows(store))
+    verdicts = decide(spec, collect_rows(store), chance_of(spec.metric, study_splits(store)["sets"]))
     undecided = [v for v, e in verdicts.items() if not e["decided"]]
+    uninformative = [v for v, e in verdicts.items() if e["uninformative"]]
     seeds = {v: sum(w == v for w, _ in spec.cells()) for v in spec.variants}
     entry = {
         "seeds": seeds,
         "undecided": undecided,
         "ci": {v: e["ci"] for v, e in verdicts.items()},
         "p_seq": {v: e["p_seq"] for v, e in verdicts.items()},
+        "uninformative": uninformative,
     }
     rounds = list(store.study.user_attrs.get("rounds", []))
     if rounds and rounds[-1]["seeds"] == seeds:
@@ -218,6 +222,8 @@ def _next_round(spec: ExperimentSpec, store: CellStore) -> ExperimentSpec | None
     store.study.set_user_attr("rounds", rounds)
     if grown is None:
         reason = "every comparison decided" if not undecided else f"max seeds ({spec.adaptive.max}) reached"
+        if uninformative:
+            reason += f" ({', '.join(uninformative)}: stopped by the design check, see the report)"
         store.study.set_user_attr("stop_reason", reason)
     else:
         store.study.set_user_attr("extra_seeds", {v: list(s) for v, s in grown.extra_seeds.items()})

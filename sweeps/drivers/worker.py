@@ -25,7 +25,13 @@ from ablate.experiments.runner.cells import run_cells
 from ablate.experiments.schema.machine import numerics_key
 from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.files import atomic_dir
-from ablate.sweeps.drivers.loop import heartbeats, idle_wait, work_loop
+from ablate.sweeps.drivers.loop import (
+    INTERRUPTS,
+    deferred_interrupts,
+    heartbeats,
+    idle_wait,
+    work_loop,
+)
 from ablate.sweeps.drivers.outcome import check_shared_failure, shared_failure_message
 from ablate.sweeps.integrations import wandb_glue
 from ablate.sweeps.ledger.cells import CellStore, open_store
@@ -73,7 +79,12 @@ def fresh_cell_dir(run_dir: Path, variant: str, seed: int) -> Path:
 
 
 def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, use_wandb: bool) -> None:
-    """Run claimed cells of one variant (``run_cells`` decides: each alone, or stacked)."""
+    """Run claimed cells of one variant (``run_cells`` decides: each alone, or stacked).
+
+    Each cell's W&B run is marked complete only after its trial is told complete; on an error
+    or an interrupt, every run not yet ended ends failed or interrupted (complete if its trial
+    already is), so no run is left open for the next cell's logger to attach to.
+    """
     spec = store.spec
     variant = trials[0].params["variant"]
     seeds = [t.params["seed"] for t in trials]
@@ -83,26 +94,54 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
         wandb_glue.cell_logger(spec, variant, seed, cfg, run_dir) if use_wandb else None
         for seed, cfg in zip(seeds, cfgs, strict=True)
     ]
+    told: set[int] = set()  # members whose trial is committed complete
+    ended: set[int] = set()  # members whose W&B run has ended (or that have none)
     try:
         with contextlib.ExitStack() as stack:
             tmps = [stack.enter_context(atomic_dir(d)) for d in dirs]
             results = run_cells(cfgs[0], seeds, tmps, loggers=loggers)
         artifacts = open_artifacts(run_dir)
-        for trial, result, logger, cell_dir in zip(trials, results, loggers, dirs, strict=True):
+        for i, (trial, result, logger, cell_dir) in enumerate(
+            zip(trials, results, loggers, dirs, strict=True)
+        ):
             seed = trial.params["seed"]
             heads = None
             if seed in spec.heatmap_seeds:
                 heads = archive(trial, result, run_dir / "heatmaps" / variant / f"seed{seed}", artifacts)
             upload_config(trial, cell_dir / CONFIG_ARTIFACT, artifacts)
-            wandb_id = None
-            if logger:
-                wandb_id = wandb_glue.finish_cell(logger, result.to_dict(), heads)
-            record(store, trial, result, wandb_id)
-    except BaseException:
-        for logger in loggers:  # else the next cell's logger would attach to an unfinished run
-            if logger:
-                logger.experiment.finish(exit_code=1)
+            wandb_id = wandb_glue.log_cell(logger, result.to_dict(), heads) if logger else None
+            # The trial first, then its run marked complete: a run marked complete always has a
+            # complete trial. Ctrl-C waits until both are done (then raises), so an interrupt
+            # cannot fall between them.
+            with deferred_interrupts() as pending:
+                record(store, trial, result, wandb_id)
+                told.add(i)
+                if logger:
+                    wandb_glue.end_cell(logger, wandb_glue.COMPLETE)
+                ended.add(i)
+            if pending:
+                raise KeyboardInterrupt
+    except BaseException as err:
+        end_runs(trials, loggers, told, ended, err)
         raise
+
+
+def end_runs(
+    trials: list[optuna.Trial], loggers: list, told: set[int], ended: set[int], err: BaseException
+) -> None:
+    """End the W&B runs of a group that stopped on ``err``: complete where the trial is told
+    complete, else interrupted (Ctrl-C, SIGTERM, Lightning's exit on them) or failed."""
+    interrupted = isinstance(err, (KeyboardInterrupt, SystemExit))
+    if interrupted:  # a second Ctrl-C (terminal and driver both send one) must not cut this short
+        for sig in INTERRUPTS:
+            signal.signal(sig, signal.SIG_IGN)
+    fate: wandb_glue.CellState = "interrupted" if interrupted else "failed"
+    for i, (trial, logger) in enumerate(zip(trials, loggers, strict=True)):
+        if logger and i not in ended:
+            try:
+                wandb_glue.end_cell(logger, wandb_glue.COMPLETE if i in told else fate)
+            except Exception:  # W&B itself failing: the cell's error is the one to raise
+                log.exception("could not end the W&B run of cell %s", trial.user_attrs.get("cell"))
 
 
 def record(store: CellStore, trial: optuna.Trial, result, wandb_id: str | None) -> None:
@@ -116,6 +155,8 @@ def record(store: CellStore, trial: optuna.Trial, result, wandb_id: str | None) 
         diverged=result.diverged,
         wall_s=result.wall_s,
         splits=result.splits,
+        n_params=result.n_params,
+        curve=result.curve,
     )
     wandb = {"wandb_id": wandb_id} if wandb_id else {}  # no empty column for a run without W&B
     numerics = {"numerics": numerics_key(result.numerics)} if result.numerics else {}

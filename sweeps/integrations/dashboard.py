@@ -1,8 +1,9 @@
 """``ablate dashboard``: review a sweep locally, no cloud needed.
 
 One server, two views. ``/`` is the review page: the run folder's report.html (the verdicts,
-the per-variant table, the per-seed plot), rebuilt from the study while a sweep runs, under a
-bar that links to the trials. Every other path is optuna-dashboard, whose UI lives at
+the per-variant table, the per-seed plot, the paired per-seed differences, each variant's
+parameters and wall time, the validation curves), rebuilt from the study while a sweep runs,
+under a bar that links to the trials. Every other path is optuna-dashboard, whose UI lives at
 ``/dashboard/`` and its API at ``/api/`` (its bundle asks for absolute paths, so it is not
 moved under a prefix; the wrapper takes only ``/`` and ``/review/state`` from it).
 
@@ -10,8 +11,9 @@ The dashboard reads the run folder's study: the objective named by the spec's me
 report.md (after a paragraph saying the study is an ablation grid) as the study note,
 report.html and metric.png as study artifacts, and one trial per cell attempt (params
 ``variant``/``seed``; scalar user attributes: each metric, ``diverged``, ``wall_s``,
-``override.<key>``; artifacts: ``config.yaml`` and the heatmap seeds' heatmaps), all written
-through sweeps/ledger/study_views.py into the run folder's ``artifacts/`` store.
+``n_params``, ``curve`` (compact JSON), ``override.<key>``; artifacts: ``config.yaml`` and the
+heatmap seeds' heatmaps), all written through sweeps/ledger/study_views.py into the run folder's
+``artifacts/`` store.
 """
 
 from __future__ import annotations
@@ -44,16 +46,17 @@ CHECK_EVERY_S = 3.0
 POLL_MS = 5000
 STATE_PATH = "/review/state"
 # The bar over the report, and the report's first screen in the order of the question: the
-# verdicts, the status and warnings, the per-variant table, the per-seed plot; then the design
-# lines, the notes and the rest (report.html itself is not changed). A selector that no longer
-# matches leaves the report in its own order.
+# verdicts, the status and warnings, the per-variant table, the per-seed plot, the paired
+# per-seed differences and what each variant cost; then the design lines, the notes and the rest
+# (the validation curves first; report.html itself is not changed). A selector that no longer
+# matches leaves the report in its own order (its classes: sweeps/report/files.py ``_html``).
 BAR_CSS = """body{display:flex;flex-direction:column;align-items:flex-start}
 #ablate-bar{order:-1;align-self:stretch;position:sticky;top:0;z-index:9;margin:-2rem -2rem 1rem;
 padding:8px 2rem;background:#eef3f8;border-bottom:1px solid #c8d3df;font-size:14px;display:flex;
 gap:1.5em;align-items:baseline;flex-wrap:wrap}#ablate-bar .go{margin-left:auto}
 #ablate-bar .why{color:#555;font-size:12px}body>h1:first-of-type{margin:0 0 .3em}
 body>p{margin:.5em 0}body>ul.small:first-of-type,body>table:first-of-type~*{order:2}
-body>img[alt='metric per variant']{order:1}body>img[alt='metric per variant']~*{order:3}"""
+body>div.plots{order:1}body>div.plots~*{order:3}body>div.cost{order:1}"""
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 

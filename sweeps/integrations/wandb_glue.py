@@ -7,6 +7,12 @@ two never mix in a view filtered or grouped by job type. Both configs are flat d
 (``model.n_heads``; ``base.model.n_heads`` in the summary run), data keys only where the task
 reads them (``DataConfig.applicable``).
 
+A cell's run ends with its state in the summary (CELL_STATE_KEY, ``ablate/cell_state``) and an
+exit code to match: ``complete`` (exit 0) only once the cell's trial is committed complete,
+``failed`` (1) or ``interrupted`` (130, as a shell reports Ctrl-C) otherwise; a run killed
+outright ends with no state. A run that counts is one marked complete: an interrupted copy of a
+cell, and its rerun, are two runs of which only the rerun counts (wandb_report.py selects them).
+
 Optuna's W&B callback is deprecated and logs one run per trial without
 groups, so the sweep writes its own glue. Without credentials W&B runs in
 offline mode under ``<run_dir>/wandb`` and ``wandb sync`` uploads later.
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ablate.experiments.schema.config import TrainConfig
 from ablate.experiments.schema.machine import numerics_key
@@ -27,6 +33,10 @@ from ablate.sweeps.stats.rows import INTERVAL_KEYS, VARIANT_KEYS
 from ablate.trees import flatten
 
 SUMMARY_JOB_TYPE = "summary"
+CELL_STATE_KEY = "ablate/cell_state"  # a cell run's summary key: how its cell ended (end_cell)
+COMPLETE = "complete"  # the state of a run that counts: its cell's trial is complete
+CellState = Literal["complete", "failed", "interrupted"]
+EXIT_CODES: dict[str, int] = {"complete": 0, "failed": 1, "interrupted": 130}
 
 
 def wandb_mode() -> str:
@@ -79,8 +89,9 @@ def cell_logger(spec: ExperimentSpec, variant: str, seed: int, cfg: TrainConfig,
     )
 
 
-def finish_cell(logger: Any, result: dict[str, Any], heads: dict[str, Any] | None) -> str:
-    """Write final metrics (and heatmaps, entropy, importance) to the run; return its id."""
+def log_cell(logger: Any, result: dict[str, Any], heads: dict[str, Any] | None) -> str:
+    """Write a trained cell's final metrics (and heatmaps, entropy, importance) to its run and
+    return the run's id; the run stays open until ``end_cell`` says how the cell ended."""
     import wandb
 
     run = logger.experiment
@@ -97,9 +108,21 @@ def finish_cell(logger: Any, result: dict[str, Any], heads: dict[str, Any] | Non
             for layer, per_head in enumerate(heads.get(name) or []):
                 for head, value in enumerate(per_head):
                     run.summary[f"heads/{name}/l{layer}h{head}"] = value
-    run_id = run.id
-    run.finish()
-    return run_id
+    return run.id
+
+
+def end_cell(logger: Any, state: CellState) -> None:
+    """Finish a cell's run with ``state`` under CELL_STATE_KEY and its exit code (EXIT_CODES).
+
+    ``complete`` only after the cell's trial is committed complete (sweeps/drivers/worker.py
+    ``run_claimed``), so that a run marked complete always has a complete trial. A run the logger
+    never opened (the cell stopped before training began) is not opened just to be ended.
+    """
+    run = logger.experiment if state == COMPLETE else getattr(logger, "_experiment", None)
+    if run is None:  # WandbLogger opens its run at the first use of ``experiment``
+        return
+    run.summary[CELL_STATE_KEY] = state
+    run.finish(exit_code=EXIT_CODES[state])
 
 
 def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, run_dir: Path) -> str:

@@ -10,7 +10,11 @@ when the sweep has reported) and holds, each panel grid on runs of this experime
 
 W&B groups by the ``variant`` config key, and every runset filters on what ``wandb_glue`` logs:
 ``job_type`` = experiment and config ``experiment`` for the cells, the summary run's id for the
-table. Runsets name no project, so they read the report's own project, and building the spec
+table. Of the cell runs, only those that count (``counted_filters``): once the sweep has
+reported, the runs of the cells results.csv counts complete, by run id (the cells summary.json's
+statistics are over; an interrupted copy of a cell, a failed attempt or another study of the
+same name stays out); before, the runs ``wandb_glue.end_cell`` marked ``ablate/cell_state`` =
+complete. Runsets name no project, so they read the report's own project, and building the spec
 needs no network. Online the report is saved and its URL printed. Offline its spec (the
 library's ``ReportViewspec`` model, as JSON) is written to ``RUN_DIR/wandb-report.json``;
 after ``wandb sync``, ``ablate wandb-report RUN_DIR --from-spec`` creates it from that file.
@@ -26,6 +30,7 @@ charts here (the report's statistics are medians, and a mean line would disagree
 
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +39,7 @@ from ablate.errors import ConfigError
 from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.sweeps.integrations import wandb_glue
 from ablate.sweeps.integrations.review_files import REPORT_FILE
+from ablate.sweeps.stats.rows import CellRow
 
 if TYPE_CHECKING:
     import wandb_workspaces.reports.v2 as wr
@@ -58,18 +64,33 @@ def curve_metrics(spec: ExperimentSpec) -> list[str]:
 
 
 def heatmap_keys(spec: ExperimentSpec) -> list[str]:
-    """``attention/layer{i}`` for every layer of the deepest variant (``wandb_glue.finish_cell``)."""
+    """``attention/layer{i}`` for every layer of the deepest variant (``wandb_glue.log_cell``)."""
     depth = max(spec.cell_config(v, spec.seeds[0]).model.n_layers for v in spec.variants)
     return [f"attention/layer{i}" for i in range(depth)]
 
 
-def cell_filters(spec: ExperimentSpec, *, seeds: tuple[int, ...] = ()) -> list[Any]:
-    """This experiment's cell runs (optionally only ``seeds``): job_type and config ``experiment``
-    (the summary run has neither: job type ``summary``, no ``experiment`` key; the config check
-    also keeps out summary runs logged before they had their own job type)."""
+def counted_filters(run_ids: list[str] | None) -> list[Any]:
+    """The cell runs that count: those of ``run_ids`` (the complete cells' runs, ``complete_run_ids``)
+    when it names any, else those ``wandb_glue.end_cell`` marked complete (an interrupted or failed
+    attempt of a cell is marked otherwise, and its rerun is the run that counts)."""
+    from wandb_workspaces import expr
+
+    if run_ids:
+        return [expr.Metric("ID").isin(list(run_ids))]
+    return [expr.Summary(wandb_glue.CELL_STATE_KEY) == wandb_glue.COMPLETE]
+
+
+def cell_filters(
+    spec: ExperimentSpec, *, seeds: tuple[int, ...] = (), run_ids: list[str] | None = None
+) -> list[Any]:
+    """This experiment's cell runs that count (``counted_filters``; optionally only ``seeds``):
+    job_type and config ``experiment`` (the summary run has neither: job type ``summary``, no
+    ``experiment`` key; the config check also keeps out summary runs logged before they had their
+    own job type)."""
     from wandb_workspaces import expr
 
     filters = [expr.Metric("JobType") == spec.name, expr.Config("experiment") == spec.name]
+    filters += counted_filters(run_ids)
     return filters + ([expr.Config("seed").isin(list(seeds))] if seeds else [])
 
 
@@ -92,8 +113,9 @@ def layouts(n: int, *, per_row: int = 2, h: int = 8) -> list[wr.Layout]:
     return [wr.Layout(x=(i % per_row) * w, y=(i // per_row) * h, w=w, h=h) for i in range(n)]
 
 
-def intro(spec: ExperimentSpec, summary: dict[str, Any] | None) -> str:
-    """What the experiment compares and how to read the charts, then the medians (if reported)."""
+def intro(spec: ExperimentSpec, summary: dict[str, Any] | None, run_ids: list[str] | None = None) -> str:
+    """What the experiment compares, which runs the charts show and how to read them, then the
+    medians (if reported)."""
     lines = [
         f"**{spec.name}**" + (f": {spec.description.strip()}" if spec.description.strip() else ""),
         "",
@@ -108,6 +130,13 @@ def intro(spec: ExperimentSpec, summary: dict[str, Any] | None) -> str:
         "",
         f"Charts group runs by config `{GROUP_KEY}`: a line is the {AGG} over the variant's seeds, "
         "the band spans their minimum to maximum.",
+        "",
+        (
+            f"Runs: those of the {len(run_ids)} cells results.csv counts complete (by W&B run id), "
+            "the cells of summary.json."
+            if run_ids
+            else f"Runs: the cell runs marked `{wandb_glue.CELL_STATE_KEY}` = {wandb_glue.COMPLETE}."
+        ),
     ]
     if summary is None:
         lines += ["", "No summary.json yet (the sweep has not reported): the table fills in later."]
@@ -132,13 +161,20 @@ def medians_table(summary: dict[str, Any]) -> str:
 
 
 def build_report(
-    spec: ExperimentSpec, summary: dict[str, Any] | None, *, entity: str, project: str
+    spec: ExperimentSpec,
+    summary: dict[str, Any] | None,
+    *,
+    entity: str,
+    project: str,
+    run_ids: list[str] | None = None,
 ) -> wr.Report:
-    """The review report of one sweep (see the module docstring for its panels)."""
+    """The review report of one sweep (see the module docstring for its panels); its cell runs are
+    those ``counted_filters(run_ids)`` keeps."""
     import wandb_workspaces.reports.v2 as wr
 
     def grouped(name: str) -> wr.Runset:
-        return wr.Runset(name=name, filters=cell_filters(spec), groupby=[f"config.{GROUP_KEY}"])
+        filters = cell_filters(spec, run_ids=run_ids)
+        return wr.Runset(name=name, filters=filters, groupby=[f"config.{GROUP_KEY}"])
 
     by_variant = {"groupby": wr.Config(GROUP_KEY), "groupby_aggfunc": AGG, "groupby_rangefunc": BAND}
     finals = [spec.metric, *spec.extra_metrics]
@@ -146,13 +182,13 @@ def build_report(
     keys = heatmap_keys(spec)
     heatmap_runs = wr.Runset(
         name="heatmap cells",
-        filters=cell_filters(spec, seeds=spec.heatmap_seeds),
+        filters=cell_filters(spec, seeds=spec.heatmap_seeds, run_ids=run_ids),
         # Ungrouped: a heatmap belongs to one (variant, seed) run; names sort variant-major.
         order=[wr.OrderBy("Name", ascending=True)],
     )
     table, plot = layouts(2, per_row=1, h=9)
     blocks = [
-        wr.MarkdownBlock(text=intro(spec, summary)),
+        wr.MarkdownBlock(text=intro(spec, summary, run_ids)),
         wr.H2(text="Summary"),
         wr.PanelGrid(
             runsets=[wr.Runset(name="summary run", filters=summary_filters(spec))],
@@ -267,6 +303,31 @@ def read_stats(run_dir: Path) -> dict[str, Any] | None:
             + f"; rewrite it with `ablate report {run_dir}`"
         )
     return summary
+
+
+def complete_run_ids(run_dir: Path) -> list[str] | None:
+    """The W&B run ids of the cells the run folder's results.csv counts complete (the cells its
+    summary.json is over), in its order; None before the sweep has reported (no results.csv); a
+    ConfigError when the file is not a results.csv."""
+    path = run_dir / "results.csv"
+    if not path.exists():
+        return None
+    again = f"rewrite it with `ablate report {run_dir}`"
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            lines = list(reader)
+            columns = reader.fieldnames or []
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ConfigError(f"cannot read {path}: {err}; {again}") from None
+    missing = [c for c in ("variant", "seed", "state", "wandb_id") if c not in columns]
+    if missing:
+        raise ConfigError(f"{path} is not a sweep's results.csv: no column {', '.join(missing)}; {again}")
+    try:
+        rows = [CellRow.from_csv(line) for line in lines]
+    except ValueError as err:  # a seed, a trial number or a wall time that is not a number
+        raise ConfigError(f"{path} is not a sweep's results.csv ({err}); {again}") from None
+    return [r.wandb_id for r in rows if r.state == "complete" and r.wandb_id]
 
 
 def default_entity() -> str:

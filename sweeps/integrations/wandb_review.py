@@ -16,6 +16,7 @@ from ablate.sweeps.integrations import wandb_glue, wandb_workspace
 from ablate.sweeps.integrations.review_files import REPORT_FILE, WORKSPACE_FILE
 from ablate.sweeps.integrations.wandb_report import (
     build_report,
+    complete_run_ids,
     default_entity,
     online,
     read_report_spec,
@@ -57,10 +58,11 @@ def write_review(run_dir: Path) -> Review:
 
     spec = read_run_spec(run_dir)
     summary = read_stats(run_dir)
+    run_ids = complete_run_ids(run_dir)  # the runs both views keep: the cells summary.json counts
     entity = default_entity() if online() else ""
     project = wandb_glue.project(spec)
-    report = build_report(spec, summary, entity=entity, project=project)
-    workspace = wandb_workspace.build_workspace(spec, entity=entity, project=project)
+    report = build_report(spec, summary, entity=entity, project=project, run_ids=run_ids)
+    workspace = wandb_workspace.build_workspace(spec, entity=entity, project=project, run_ids=run_ids)
     paths = Review(run_dir / REPORT_FILE, run_dir / WORKSPACE_FILE, None)
     # Both specs first: a failed upload still leaves them.
     write_json(paths.report, report_spec(report))

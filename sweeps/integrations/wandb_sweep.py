@@ -167,8 +167,11 @@ def train_cell(
         logger = wandb_glue.cell_logger(spec, variant, seed, cfg, tmp)
         try:
             result = run_trial(cfg, tmp, progress=progress, logger=logger)
-            wandb_glue.finish_cell(logger, result.to_dict(), None)
-        except BaseException:
-            logger.experiment.finish(exit_code=1)  # the sweep sees a failed run, not a hung one
+            wandb_glue.log_cell(logger, result.to_dict(), None)
+        except BaseException as err:
+            logger.experiment  # noqa: B018 (opens the agent's run: the sweep sees it fail, not hang)
+            interrupted = isinstance(err, (KeyboardInterrupt, SystemExit))
+            wandb_glue.end_cell(logger, "interrupted" if interrupted else "failed")
             raise
+        wandb_glue.end_cell(logger, wandb_glue.COMPLETE)  # no trial here: trained and scored is complete
     return folder, result

@@ -2,8 +2,10 @@
 
 Where the report (wandb_report.py) is a document, the workspace is where W&B's users work: the
 project page with its runs table and panels. Its one runset keeps this experiment's cell runs
-(``wandb_report.cell_filters``: job type and config ``experiment``; the summary run, job type
-``summary``, stays out, it lives in the report) and **groups them by config ``variant``**, so
+that count (``wandb_report.cell_filters``: job type and config ``experiment``, and the complete
+cells' run ids of results.csv, else ``ablate/cell_state`` = complete: the report's cells; the
+summary run, job type ``summary``, stays out, it lives in the report) and **groups them by
+config ``variant``**, so
 the runs table shows a row per variant with its seeds beneath, and the panels:
 
 - a parallel-coordinates plot over the swept keys (each variant override's config key, then
@@ -82,8 +84,11 @@ def view_name(spec: ExperimentSpec) -> str:
     return f"nw-{digest}-v"
 
 
-def build_workspace(spec: ExperimentSpec, *, entity: str, project: str) -> ws.Workspace:
-    """The workspace of one sweep (see the module docstring)."""
+def build_workspace(
+    spec: ExperimentSpec, *, entity: str, project: str, run_ids: list[str] | None = None
+) -> ws.Workspace:
+    """The workspace of one sweep (see the module docstring); its runs are those
+    ``wandb_report.counted_filters(run_ids)`` keeps, as the report's."""
     by_variant = {"groupby": wr.Config(GROUP_KEY), "groupby_aggfunc": AGG, "groupby_rangefunc": BAND}
     finals = [spec.metric, *spec.extra_metrics]
     columns = [FlatConfigColumn(metric=wr.Config(k)) for k in (*swept_keys(spec), "seed")]
@@ -119,7 +124,7 @@ def build_workspace(spec: ExperimentSpec, *, entity: str, project: str) -> ws.Wo
         ],
         settings=ws.WorkspaceSettings(x_axis=X_AXIS, max_runs=max(10, len(spec.cells()))),
         runset_settings=ws.RunsetSettings(
-            filters=cell_filters(spec),
+            filters=cell_filters(spec, run_ids=run_ids),
             groupby=[expr.Config(GROUP_KEY)],
             order=[expr.Ordering(expr.Metric("Name"), ascending=True)],
             pinned_columns=table_columns(spec),

@@ -33,10 +33,10 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from ablate.experiments.specs.spec import ExperimentSpec
-from ablate.sweeps.ledger.identity import changed_keys, refuse_changes
+from ablate.sweeps.ledger.identity import changed_keys, code_hashed, refuse_changes
 from ablate.sweeps.ledger.secrets import shown
 from ablate.sweeps.ledger.storage import open_storage, retry_db, storage_where, study_lock
-from ablate.sweeps.ledger.study_views import trial_metrics
+from ablate.sweeps.ledger.study_views import trial_curve, trial_metrics
 from ablate.sweeps.stats.rows import CellRow
 
 # Heartbeats and fail_stale_trials are marked experimental but are the documented way.
@@ -111,8 +111,12 @@ class CellStore:
         # Named key by key; the direction is not in the identity hash, but a study's direction is fixed.
         changes = changed_keys(attrs["spec"], spec.to_dict())
         if attrs["identity"] != identity or changes:
-            where = storage_where(storage)
-            refuse_changes(spec.name, where, changes, f"identity {attrs['identity']} != {identity}")
+            upgraded = code_hashed(attrs, spec)  # recorded before plugins were hashed by their code
+            if upgraded is None:
+                where = storage_where(storage)
+                refuse_changes(spec.name, where, changes, f"identity {attrs['identity']} != {identity}")
+            for key, value in upgraded.items():  # "spec" first, as above
+                self.study.set_user_attr(key, value)
         # Seeds may grow between runs; remember the widest list.
         seeds = sorted(set(attrs["spec"]["seeds"]) | set(spec.seeds))
         if seeds != sorted(attrs["spec"]["seeds"]):
@@ -253,11 +257,13 @@ def collect_rows(store: CellStore) -> list[CellRow]:
                 state=cell.state,
                 diverged=attrs.get("diverged"),
                 wall_s=attrs.get("wall_s"),
+                n_params=attrs.get("n_params"),
                 trial=t.number if t is not None else None,
                 wandb_id=attrs.get("wandb_id"),
                 error=cell.errors[-1] if cell.errors and cell.state != "complete" else None,
                 numerics=attrs.get("numerics"),
                 metrics=trial_metrics(attrs),
+                curve=trial_curve(attrs),
             )
         )
     return rows

@@ -4,9 +4,11 @@ artifacts, and trial user attributes that fit a table.
 
 A trial's user attributes are scalars only (the dashboard draws a dict as one tall JSON cell
 per row): each metric under its own name (``test/acc``), ``diverged``, ``steps``, ``wall_s``,
-each of the variant's overrides as ``override.<key>``, and each data split's size and source
-as ``split.<name>.n`` and ``split.<name>.source`` (datamodules/splits.py). The full resolved config is the
-trial artifact ``config.yaml``, the same file as the cell folder's ``config.yaml``.
+``n_params`` (the model's trainable parameters), the validation curve ``curve`` as compact JSON
+(``{"metric", "steps", "values"}``, lit_modules/systems/curves.py), each of the variant's overrides
+as ``override.<key>``, and each data split's size and source as ``split.<name>.n`` and
+``split.<name>.source`` (datamodules/splits.py). The full resolved config is the trial artifact
+``config.yaml``, the same file as the cell folder's ``config.yaml``.
 """
 
 from __future__ import annotations
@@ -82,11 +84,18 @@ def result_attrs(
     diverged: bool,
     wall_s: float,
     splits: dict[str, dict[str, Any]] | None = None,
+    n_params: int | None = None,
+    curve: dict[str, Any] | None = None,
 ) -> dict[str, Scalar]:
-    """The user attributes of a finished trial: every metric, the outcome, the variant's overrides,
-    and the data splits' sizes and sources."""
+    """The user attributes of a finished trial: every metric, the outcome, what it cost (wall time,
+    parameters), its validation curve, the variant's overrides, and the data splits' sizes and
+    sources."""
     attrs: dict[str, Scalar] = dict(metrics)
     attrs.update(diverged=diverged, wall_s=round(wall_s, 3))
+    if n_params is not None:
+        attrs["n_params"] = n_params
+    if curve is not None:
+        attrs["curve"] = scalar(curve)  # one table cell, not a tall JSON one
     attrs.update({f"{OVERRIDE_PREFIX}{k}": scalar(v) for k, v in overrides.items()})
     for name, split in (splits or {}).items():
         attrs.update({f"{SPLIT_PREFIX}{name}.{k}": scalar(v) for k, v in split.items()})
@@ -105,6 +114,22 @@ def trial_metrics(attrs: dict[str, Any]) -> dict[str, float]:
     if isinstance(legacy, dict):
         return dict(legacy)
     return {k: v for k, v in attrs.items() if is_metric(k)}
+
+
+def trial_curve(attrs: dict[str, Any]) -> dict[str, Any] | None:
+    """A trial's validation curve ``{"metric", "steps", "values"}`` from its ``curve`` attribute;
+    None for a trial recorded without one, or whose record is not a curve."""
+    value = attrs.get("curve")
+    try:
+        curve = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return None
+    if not isinstance(curve, dict) or not isinstance(curve.get("metric"), str):
+        return None
+    steps, values = curve.get("steps"), curve.get("values")
+    if not isinstance(steps, list) or not isinstance(values, list) or len(steps) != len(values):
+        return None
+    return {"metric": curve["metric"], "steps": steps, "values": values}
 
 
 def trial_splits(attrs: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -8,6 +8,8 @@ difference of two differently shaped maps has no meaning.
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import html
 import re
 from dataclasses import dataclass
@@ -17,10 +19,14 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from ablate.errors import ConfigError
 from ablate.files import atomic_write, output_folder
 from ablate.sweeps.ledger.run_folder import read_summary
 from ablate.sweeps.report.files import figure_png, list_html, page_html, png_data_uri, table_html, table_md
 from ablate.sweeps.report.text import fmt
+from ablate.sweeps.stats.equivalence import adjust as adjust_equivalence
+from ablate.sweeps.stats.equivalence import tost
+from ablate.sweeps.stats.rows import CellRow
 
 TOP_K = 5
 
@@ -106,6 +112,12 @@ class Comparison:
     top: list[list[str]]  # TOP_HEADER rows, the TOP_K largest changes
     not_comparable: list[str]
     figures: list[tuple[str, str, bytes]]  # ("<variant>/seed<k>/layer<i>", file name, PNG)
+    margin: float | None = None
+    equivalence: list[list[str]] = dataclasses.field(default_factory=list)  # EQUIVALENCE_HEADER rows
+
+    @property
+    def equivalence_title(self) -> str:
+        return f"B equivalent to A within ±{self.margin:g}? (two one-sided tests at 1 - 2 x 0.05)"
 
 
 MEDIAN_HEADER = ["variant", "A median", "B median", "B - A"]
@@ -124,9 +136,54 @@ def _medians(sa: dict[str, Any], sb: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def compare(run_a: Path, run_b: Path) -> Comparison:
+EQUIVALENCE_HEADER = ["variant", "seeds", "B - A [interval] (confidence)", "within the margin?"]
+
+
+def run_cells(run: Path, metric: str) -> dict[str, dict[int, float]]:
+    """variant -> seed -> the metric of each complete cell in a run folder's results.csv."""
+    path = Path(run) / "results.csv"
+    if not path.is_file():
+        raise ConfigError(
+            f"{path} is missing: --margin compares the cells; write it with `ablate report {run}`"
+        )
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = [CellRow.from_csv(r) for r in csv.DictReader(f)]
+    out: dict[str, dict[int, float]] = {}
+    for r in rows:
+        if r.state == "complete" and (value := r.metric(metric)) is not None:
+            out.setdefault(r.variant, {})[r.seed] = value
+    return out
+
+
+def equivalence_rows(run_a: Path, run_b: Path, metric: str, margin: float) -> list[list[str]]:
+    """Per variant both runs hold: is B equivalent to A within ±margin? The two one-sided tests
+    (sweeps/stats/equivalence.py) on the per-seed differences B − A of the seeds both ran (the
+    same study before and after a change: a seed indexes the same data), Mann-Whitney's interval
+    when they share fewer than two; Holm over the variants."""
+    a, b = run_cells(run_a, metric), run_cells(run_b, metric)
+    tests, seeds = {}, {}
+    for name in [v for v in a if v in b]:
+        shared = sorted(set(a[name]) & set(b[name]))
+        if len(shared) >= 2:
+            tests[name] = tost([b[name][s] - a[name][s] for s in shared], None, margin)
+            seeds[name] = f"{len(shared)} paired"
+        else:
+            tests[name] = tost(list(b[name].values()), list(a[name].values()), margin)
+            seeds[name] = f"{len(b[name])} vs {len(a[name])} unpaired"
+    adjust_equivalence(tests)
+    rows = []
+    for name, t in tests.items():
+        ci = "no interval at these seeds" if t["ci"] is None else f"[{t['ci'][0]:+.4g}, {t['ci'][1]:+.4g}]"
+        conf = "" if t["confidence"] is None else f" ({100 * t['confidence']:.1f} %)"
+        answer = "equivalent" if t["equivalent"] else "not shown"
+        rows.append([name, seeds[name], ci + conf, f"{answer} (p TOST Holm {fmt(t['p_holm'], '.3g')})"])
+    return rows
+
+
+def compare(run_a: Path, run_b: Path, margin: float | None = None) -> Comparison:
     """Compare the run folders ``run_a`` (A) and ``run_b`` (B): their summary.json medians and
-    every heatmap archive (variant, seed) both hold; nothing is written."""
+    every heatmap archive (variant, seed) both hold; with ``margin``, whether B is equivalent to
+    A within ±margin per variant (``equivalence_rows``); nothing is written."""
     sa, sb = read_summary(Path(run_a)), read_summary(Path(run_b))
     notes = []
     if (sa["metric"], sa["direction"]) != (sb["metric"], sb["direction"]):
@@ -155,12 +212,16 @@ def compare(run_a: Path, run_b: Path) -> Comparison:
         top=[[v, str(s), layer, str(h), f"{c:.4g}"] for c, v, s, layer, h in changes[:TOP_K]],
         not_comparable=not_comparable,
         figures=figures,
+        margin=margin,
+        equivalence=equivalence_rows(run_a, run_b, sb["metric"], margin) if margin is not None else [],
     )
 
 
 def markdown(c: Comparison) -> str:
     """compare.md: the medians, the largest changes, what is not comparable, the figures' files."""
     md = [f"# {c.title}", "", *[f"**Note:** {n}" for n in c.notes], "", *table_md(MEDIAN_HEADER, c.medians)]
+    if c.margin is not None:
+        md += ["", f"## {c.equivalence_title}", "", *table_md(EQUIVALENCE_HEADER, c.equivalence)]
     md += ["", f"## Largest per-head attention changes (top {TOP_K})", ""]
     if c.top:
         md += table_md(TOP_HEADER, c.top)
@@ -178,8 +239,13 @@ def page(c: Comparison) -> str:
         f"<h1>{html.escape(c.title)}</h1>",
         *[f"<p class='warn'>{html.escape(n)}</p>" for n in c.notes],
         table_html(MEDIAN_HEADER, c.medians),
-        f"<h2>Largest per-head attention changes (top {TOP_K})</h2>",
     ]
+    if c.margin is not None:
+        body += [
+            f"<h2>{html.escape(c.equivalence_title)}</h2>",
+            table_html(EQUIVALENCE_HEADER, c.equivalence),
+        ]
+    body.append(f"<h2>Largest per-head attention changes (top {TOP_K})</h2>")
     body.append(
         table_html(TOP_HEADER, c.top) if c.top else "<p>No comparable heatmap archive in both runs.</p>"
     )
@@ -204,7 +270,7 @@ def write_comparison(c: Comparison, out: Path) -> dict[str, Path]:
     return paths
 
 
-def compare_runs(run_a: Path, run_b: Path, out: Path) -> dict[str, Path]:
-    """``ablate compare``: compare.md, compare.html and one PNG per compared (variant, seed,
-    layer) in ``out``; returns their paths (``write_comparison``)."""
-    return write_comparison(compare(run_a, run_b), out)
+def compare_runs(run_a: Path, run_b: Path, out: Path, margin: float | None = None) -> dict[str, Path]:
+    """``ablate compare [--margin M]``: compare.md, compare.html and one PNG per compared
+    (variant, seed, layer) in ``out``; returns their paths (``write_comparison``)."""
+    return write_comparison(compare(run_a, run_b, margin), out)

@@ -1,5 +1,10 @@
 """The study report: summary.json, results.csv, report.md and a self-contained report.html.
 
+Beside the verdicts: what each variant cost (summary.json ``cost``: its trainable parameters and
+wall seconds per cell), the per-seed differences of every paired comparison, and the validation
+curves; report.md shows the two plots from PNG files beside it (``differences.png``,
+``curves.png``), report.html embeds them.
+
 Every file is written atomically (temp file in the same folder, then os.replace) so that a
 crash or a full disk never leaves a half-written summary.json that a resumed sweep or the
 W&B summary run would read. The HTML embeds everything (CSS inline, PNGs as data URIs) so
@@ -13,7 +18,9 @@ import csv
 import html
 import io
 import json
+import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +33,12 @@ from ablate.sweeps.report.text import (
     HEAD_HEADER,
     HEADER,
     NOTES,
+    PAIR_HEADER,
+    conf_text,
     design_lines,
     head_rows,
     holm_line,
+    pair_rows,
     pairing_lines,
     params_text,
     read_design,
@@ -44,7 +54,19 @@ CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child{text-align:left}.gallery{display:flex;gap:1em;flex-wrap:wrap}
 figure{margin:0;max-width:100%}figure img{max-width:100%}figcaption{font-size:12px}
-.warn{color:#a40}.small{font-size:12px;color:#555}"""
+.warn{color:#a40}.small{font-size:12px;color:#555}
+.plots{display:flex;gap:1em;flex-wrap:wrap;align-items:flex-start}.plots img{max-width:100%}"""
+# The plots beside report.md (report.html embeds them) and their alt texts. The review page's CSS
+# (sweeps/integrations/dashboard.py) places report.html's parts by their classes: div.plots holds
+# the metric plot and the differences, div.cost the cost table.
+DIFF_PLOT, DIFF_ALT = "differences.png", "per-seed differences to the baseline"
+CURVE_PLOT, CURVE_ALT = "curves.png", "validation curves"
+COST_HEADER = ["variant", "parameters", "wall s per cell: median", "min–max"]
+COST_NOTE = (
+    "Parameters: the model's trainable parameters (the change to the baseline's in brackets). "
+    "Wall seconds per cell: training and evaluation of one (variant, seed) cell, on whatever "
+    "machine ran it; a stacked cell (trainer.seed_parallel) counts its share of the stack."
+)
 
 
 def png_data_uri(png: bytes) -> str:
@@ -89,6 +111,168 @@ def plot_metric(summary: dict[str, Any], rows: list[CellRow]) -> bytes:
     return figure_png(fig)
 
 
+def cost(rows: list[CellRow], variants: list[str]) -> dict[str, dict[str, Any]]:
+    """summary.json's ``cost``: per variant, over its complete cells, the trainable parameter count
+    (one number; ``[min, max]`` if its seeds disagree; None where no cell recorded one) and the wall
+    seconds per cell (median, min, max; None without a record). A stacked cell's wall time is its
+    share of the stack's (experiments/runner/cells.py)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in variants:
+        done = [r for r in rows if r.variant == name and r.state == "complete"]
+        params = sorted({int(r.n_params) for r in done if r.n_params is not None})
+        walls = [float(r.wall_s) for r in done if r.wall_s is not None and math.isfinite(r.wall_s)]
+        n_params: int | list[int] | None = None
+        if params:
+            n_params = params[0] if len(params) == 1 else [params[0], params[-1]]
+        wall = {"median": None, "min": None, "max": None}
+        if walls:
+            wall = {"median": round(float(np.median(walls)), 3), "min": min(walls), "max": max(walls)}
+        out[name] = {"n_params": n_params, "wall_s": wall}
+    return out
+
+
+def cost_rows(costs: dict[str, dict[str, Any]], baseline: str) -> list[list[str]]:
+    """The cost table (COST_HEADER), a row per variant: its parameters (with the change to the
+    baseline's) and its wall seconds per cell."""
+    base = costs.get(baseline, {}).get("n_params")
+    rows = []
+    for name, c in costs.items():
+        p, w = c["n_params"], c["wall_s"]
+        if p is None:
+            params = "–"
+        elif isinstance(p, list):
+            params = f"{p[0]:,}–{p[1]:,} (seeds differ)"
+        else:
+            change = f" ({(p - base) / base:+.1%})" if isinstance(base, int) and base and p != base else ""
+            params = f"{p:,}{change}"
+        median = "–" if w["median"] is None else f"{w['median']:.2f}"
+        span = "–" if w["min"] is None else f"{w['min']:.2f}–{w['max']:.2f}"
+        rows.append([name, params, median, span])
+    return rows
+
+
+def paired_differences(
+    summary: dict[str, Any], rows: list[CellRow]
+) -> dict[str, list[tuple[int, float, bool]]]:
+    """Per variant whose comparison is paired (its summary entry says ``paired: true``): (seed,
+    variant − baseline, either side diverged) for each seed both have, from the values the
+    statistics used (``collect``: a diverged NaN is the worst value)."""
+    names, base = list(summary["variants"]), summary["baseline"]
+    cells, _, _ = collect(rows, metric=summary["metric"], direction=summary["direction"], variants=names)
+    by_seed = {s: (v, d) for s, v, d in cells.get(base, [])}
+    out = {}
+    for name in names:
+        if name == base or summary["variants"][name].get("paired") is not True:
+            continue
+        diffs = [(s, v - by_seed[s][0], d or by_seed[s][1]) for s, v, d in cells[name] if s in by_seed]
+        if diffs:
+            out[name] = diffs
+    return out
+
+
+def plot_differences(summary: dict[str, Any], diffs: dict[str, list[tuple[int, float, bool]]]) -> bytes:
+    """PNG of the paired comparisons: per variant its per-seed differences to the baseline (a red x
+    where a side diverged), the zero line, and Δ with the interval of the primary test when the
+    seeds allow one (its achieved confidence under the name)."""
+    names, metric = list(diffs), summary["metric"]
+    fig = Figure(figsize=(max(4.0, 1.3 * len(names) + 1.5), 3.8))
+    ax = fig.add_subplot()
+    ax.axhline(0.0, color="black", lw=1, ls="--", zorder=1)
+    jitter = np.random.default_rng(0)  # fixed so the same study always draws the same picture
+    labels = []
+    for i, name in enumerate(names):
+        for _, d, diverged in diffs[name]:
+            x = i - 0.08 + jitter.uniform(-0.1, 0.1)
+            style = (
+                {"color": "tab:red", "ms": 8, "mew": 2} if diverged else {"color": "tab:blue", "alpha": 0.7}
+            )
+            ax.plot(x, d, "x" if diverged else "o", zorder=3, **style)
+        v = summary["variants"][name]
+        ci = v.get("ci")
+        if ci is not None and None not in ci:
+            ax.vlines(i + 0.22, ci[0], ci[1], color="black", lw=2, zorder=2)
+            ax.hlines(ci, i + 0.17, i + 0.27, color="black", lw=2, zorder=2)
+        if v.get("delta") is not None:
+            ax.plot(i + 0.22, v["delta"], "D", color="black", ms=6, zorder=4)
+        interval = f"CI {conf_text(v.get('ci_confidence'))}" if ci is not None else "no CI"
+        labels.append(f"{name}\n{interval}")
+    ax.set_xticks(range(len(names)), labels)
+    ax.set_xlim(-0.6, len(names) - 0.4)
+    better = "higher" if summary["direction"] == "maximize" else "lower"
+    ax.set_ylabel(f"Δ {metric} ({better} is better)")
+    ax.set_title(
+        f"{metric}: variant − {summary['baseline']} per seed (paired); ◆ Δ and its interval", fontsize=10
+    )
+    ax.grid(axis="y", alpha=0.3)
+    return figure_png(fig)
+
+
+@dataclass(frozen=True)
+class ReportPlot:
+    """A plot of the report: its file beside report.md, its alt text, a title naming what it shows."""
+
+    file: str
+    alt: str
+    title: str
+    png: bytes
+
+    def img(self) -> str:
+        """The HTML image, the PNG embedded."""
+        esc = html.escape
+        return f"<img src='{png_data_uri(self.png)}' alt='{esc(self.alt)}' title='{esc(self.title)}'>"
+
+
+def report_plots(summary: dict[str, Any], rows: list[CellRow]) -> list[ReportPlot]:
+    """The per-seed differences (if a comparison is paired) and the validation curves (if cells
+    recorded them)."""
+    plots = []
+    if diffs := paired_differences(summary, rows):
+        title = f"paired per-seed differences to {summary['baseline']}: {', '.join(diffs)}"
+        plots.append(ReportPlot(DIFF_PLOT, DIFF_ALT, title, plot_differences(summary, diffs)))
+    metric, bands = curve_bands(rows, list(summary["variants"]))
+    if bands:
+        title = f"{metric} during training: {', '.join(bands)}"
+        plots.append(ReportPlot(CURVE_PLOT, CURVE_ALT, title, plot_curves(metric, bands)))
+    return plots
+
+
+def curve_bands(rows: list[CellRow], names: list[str]) -> tuple[str, dict[str, tuple[int, np.ndarray]]]:
+    """The validation curves of the complete cells, per variant: (seeds, array (4, steps) of step,
+    q1, median, q3 across its seeds at each step). The metric is the one most cells recorded."""
+    curves = [(r.variant, r.curve) for r in rows if r.state == "complete" and r.curve and r.variant in names]
+    metrics = [c["metric"] for _, c in curves]
+    metric = max(set(metrics), key=metrics.count) if metrics else ""
+    out = {}
+    for name in names:
+        mine = [c for v, c in curves if v == name and c["metric"] == metric]
+        at: dict[int, list[float]] = {}
+        for c in mine:
+            for step, value in zip(c["steps"], c["values"], strict=True):
+                if value is not None and math.isfinite(value):
+                    at.setdefault(int(step), []).append(float(value))
+        if at:
+            steps = sorted(at)
+            quartiles = np.array([np.percentile(at[s], [25, 50, 75]) for s in steps])  # (steps, 3)
+            out[name] = (len(mine), np.vstack([np.asarray(steps, dtype=float), quartiles.T]))
+    return metric, out
+
+
+def plot_curves(metric: str, bands: dict[str, tuple[int, np.ndarray]]) -> bytes:
+    """PNG of the validation curves: per variant the median across seeds at each step, its IQR shaded."""
+    fig = Figure(figsize=(6.4, 3.8))
+    ax = fig.add_subplot()
+    for i, (name, (n, (steps, q1, med, q3))) in enumerate(bands.items()):
+        color = f"C{i % 10}"
+        ax.plot(steps, med, "-o", color=color, ms=3, label=f"{name} ({n} seeds)")
+        ax.fill_between(steps, q1, q3, color=color, alpha=0.2, lw=0)
+    ax.set_xlabel("step")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} during training: median across seeds, IQR shaded", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return figure_png(fig)
+
+
 def load_heads(run_dir: Path) -> dict[str, dict[int, dict[str, Any]]]:
     """heatmaps/<variant>/seed<k>/heads.json of every archived seed: variant -> seed -> heads."""
     out: dict[str, dict[int, dict[str, Any]]] = {}
@@ -101,7 +285,11 @@ def load_heads(run_dir: Path) -> dict[str, dict[int, dict[str, Any]]]:
 
 
 def _markdown(
-    summary: dict[str, Any], heads: dict[str, Any], tuned: dict[str, Any] | None, spec: dict[str, Any] | None
+    summary: dict[str, Any],
+    heads: dict[str, Any],
+    tuned: dict[str, Any] | None,
+    spec: dict[str, Any] | None,
+    plots: list[ReportPlot],
 ) -> str:
     base = summary["baseline"]
     lines = [
@@ -116,9 +304,12 @@ def _markdown(
         "",
         *table_md(HEADER, stat_rows(summary["variants"], base, summary["metric"])),
     ]
-    lines += ["", holm_line(summary["variants"], base), ""]
+    if pairs := summary.get("comparisons"):
+        lines += ["", "## Between variants", "", *table_md(PAIR_HEADER, pair_rows(pairs, summary["metric"]))]
+    lines += ["", holm_line(summary["variants"], base, summary.get("comparisons")), ""]
     lines += [f"- {line}" for line in pairing_lines(summary["variants"], base)]
     lines += ["", NOTES, ""]
+    lines += _cost_and_plots_md(summary, plots)
     for metric, variants in summary.get("extra_metrics", {}).items():
         lines += [f"## {metric}", "", *table_md(HEADER, stat_rows(variants, base, metric))]
         lines += ["", holm_line(variants, base), ""]
@@ -129,6 +320,19 @@ def _markdown(
         lines += [f"- {name}: {params_text(params)}" for name, params in tuned.items()]
         lines.append("")
     return "\n".join(lines)
+
+
+def _cost_and_plots_md(summary: dict[str, Any], plots: list[ReportPlot]) -> list[str]:
+    """report.md's cost table and its plots (PNG files beside it)."""
+    lines = [
+        "## Cost per variant",
+        "",
+        *table_md(COST_HEADER, cost_rows(summary["cost"], summary["baseline"])),
+    ]
+    lines += ["", COST_NOTE, ""]
+    for plot in plots:
+        lines += [f'![{plot.alt}]({plot.file} "{plot.title}")', ""]
+    return lines
 
 
 def table_md(header: list[str], body: list[list[str]]) -> list[str]:
@@ -207,7 +411,8 @@ def _html(
     rows: list[CellRow],
     heads: dict[str, Any],
     tuned: dict[str, Any] | None,
-    spec: dict[str, Any] | None = None,
+    spec: dict[str, Any] | None,
+    plots: list[ReportPlot],
 ) -> str:
     esc = html.escape
     body = [f"<h1>{esc(summary['experiment'])}: {esc(summary['metric'])} ({esc(summary['direction'])})</h1>"]
@@ -218,12 +423,23 @@ def _html(
     base = summary["baseline"]
     body.append(list_html(design_lines(summary, spec), "small"))
     body.append(table_html(HEADER, stat_rows(summary["variants"], base, summary["metric"])))
-    body.append(f"<p>{esc(holm_line(summary['variants'], base))}</p>")
+    if pairs := summary.get("comparisons"):
+        body.append(
+            "<h2>Between variants</h2>" + table_html(PAIR_HEADER, pair_rows(pairs, summary["metric"]))
+        )
+    body.append(f"<p>{esc(holm_line(summary['variants'], base, summary.get('comparisons')))}</p>")
     pairing = pairing_lines(summary["variants"], base)
     if pairing:
         body.append(list_html(pairing, "small"))
     body.append(f"<p class='small'>{esc(NOTES)}</p>")
-    body.append(f"<img src='{png_data_uri(plot_metric(summary, rows))}' alt='metric per variant'>")
+    # The per-seed values and, for paired comparisons, their differences: side by side when they fit.
+    metric_img = f"<img src='{png_data_uri(plot_metric(summary, rows))}' alt='metric per variant'>"
+    diff_img = "".join(p.img() for p in plots if p.file == DIFF_PLOT)
+    body.append(f"<div class='plots' id='plots'>{metric_img}{diff_img}</div>")
+    cost_table = table_html(COST_HEADER, cost_rows(summary["cost"], base))
+    note = f"<p class='small'>{esc(COST_NOTE)}</p>"
+    body.append(f"<div class='cost' id='cost'><h2>Cost per variant</h2>{cost_table}{note}</div>")
+    body += [f"<h2 id='curves'>Validation curves</h2>{p.img()}" for p in plots if p.file == CURVE_PLOT]
     for metric, variants in summary.get("extra_metrics", {}).items():
         body.append(f"<h2>{esc(metric)}</h2>")
         body.append(table_html(HEADER, stat_rows(variants, base, metric)))
@@ -255,16 +471,34 @@ def results_csv(rows: list[CellRow]) -> str:
 def write_report(
     run_dir: Path, summary: dict[str, Any], rows: list[CellRow], *, tuned: dict[str, Any] | None = None
 ) -> dict[str, Path]:
-    """Write summary.json, results.csv, report.md and report.html into run_dir; returns their paths."""
+    """Write summary.json, results.csv, report.md, report.html and the plots report.md shows
+    (``differences.png`` when a comparison is paired, ``curves.png`` when cells recorded curves; an
+    old one that no longer applies is removed) into run_dir; returns their paths.
+
+    ``summary`` gets its ``cost`` here (``cost``, from the rows), so the caller's summary is the file's.
+    """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     heads = load_heads(run_dir)
     spec = read_design(run_dir)  # seeds, base configuration and overrides for report.md/html
+    summary["cost"] = cost(rows, list(summary["variants"]))
+    if "provenance" in summary:  # it stays last
+        summary["provenance"] = summary.pop("provenance")
+    plots = report_plots(summary, rows)
     # allow_nan=False: a NaN that slipped into the summary is a bug, not something to write.
     text = json.dumps(summary, indent=2, allow_nan=False)
-    return {
+    files = {
         "summary": atomic_write(run_dir / "summary.json", text + "\n"),
         "csv": atomic_write(run_dir / "results.csv", results_csv(rows)),
-        "markdown": atomic_write(run_dir / "report.md", _markdown(summary, heads, tuned, spec)),
-        "html": atomic_write(run_dir / "report.html", _html(run_dir, summary, rows, heads, tuned, spec)),
+        "markdown": atomic_write(run_dir / "report.md", _markdown(summary, heads, tuned, spec, plots)),
+        "html": atomic_write(
+            run_dir / "report.html", _html(run_dir, summary, rows, heads, tuned, spec, plots)
+        ),
     }
+    written = {p.file: p for p in plots}
+    for key, name in (("differences", DIFF_PLOT), ("curves", CURVE_PLOT)):
+        if name in written:
+            files[key] = atomic_write(run_dir / name, written[name].png)
+        else:
+            (run_dir / name).unlink(missing_ok=True)
+    return files

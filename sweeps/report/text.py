@@ -166,52 +166,122 @@ NOTES = (
 )
 
 
-def holm_line(variants: dict[str, dict[str, Any]], baseline: str) -> str:
+def holm_line(
+    variants: dict[str, dict[str, Any]], baseline: str, comparisons: dict[str, dict[str, Any]] | None = None
+) -> str:
     """The one line that says p Holm is adjusted, across how many comparisons, and that it decides."""
     k = sum(v.get("p_value") is not None for n, v in variants.items() if n != baseline)
-    return (
-        f"p Holm: p Holm-adjusted across the k = {k} comparisons with the baseline; p Holm <= 0.05 decides."
-    )
+    pairs = sum(v.get("p_value") is not None for v in (comparisons or {}).values())
+    what = "with the baseline" + (f" and {pairs} between variants" if pairs else "")
+    return f"p Holm: p Holm-adjusted across the k = {k + pairs} comparisons {what}; p Holm <= 0.05 decides."
 
 
-def verdict(
-    name: str, summary: dict[str, Any], detect: int | None = None, *, searched: int | None = None
-) -> str:
-    """One sentence for one comparison, from the primary test and its interval.
+PAIR_HEADER = [
+    "comparison (a vs b: Δ = a − b)",
+    "n",
+    "Δ [CI] (confidence)",
+    "test",
+    "p",
+    "p Holm",
+    "P(improve)",
+]
 
-    ``detect``: the seeds that would detect this Δ with power 0.8 (sweeps/stats/power.py
-    ``seeds_to_detect``), shown when the comparison is undecided although its seeds could
-    decide; ``searched``: the most seeds that search looked at (None: not searched)."""
-    v, base = summary["variants"][name], summary["baseline"]
+
+def pair_rows(comparisons: dict[str, dict[str, Any]], metric: str) -> list[list[str]]:
+    """The between-variant table (PAIR_HEADER): a row per ``compare:`` pair, the columns of the
+    statistics table that a comparison has."""
+    keep = [HEADER.index(c) for c in ("n", "Δ [CI] (confidence)", "test", "p", "p Holm", "P(improve)")]
+    rows = {
+        name: row_cells(name, {"n_diverged": 0, **v}, "", decimals(metric)) for name, v in comparisons.items()
+    }
+    return [[name] + [row[i] for i in keep] for name, row in rows.items()]
+
+
+def comparison_entry(summary: dict[str, Any], name: str) -> dict[str, Any]:
+    """A comparison's statistics: ``variants[name]`` against the baseline, or ``comparisons[name]``
+    for a "a vs b" pair of the spec's ``compare:``."""
+    if name in summary["variants"]:
+        return summary["variants"][name]
+    return summary["comparisons"][name]
+
+
+def _sides(summary: dict[str, Any], name: str) -> tuple[str, str]:
+    a, sep, b = name.partition(" vs ")
+    return (a, b) if sep and name not in summary["variants"] else (name, summary["baseline"])
+
+
+def verdict(name: str, summary: dict[str, Any], detect: Any = None) -> str:
+    """One or two sentences for one comparison: the primary test and its interval; when the
+    comparison is undecided, why the design cannot answer (sweeps/stats/design.py), or how many
+    seeds could (``detect``: sweeps/stats/power.py ``Detect`` at the margin, with the simulated
+    share of studies in which they are enough); then the equivalence test at the margin, or
+    that no margin was given."""
+    v, (a, base) = comparison_entry(summary, name), _sides(summary, name)
     d = decimals(summary["metric"])
     where = f"{summary['experiment']} ({summary['metric']})"
     if v.get("test") is None:
-        return f"{name}: no comparison with {base} on {where} ({v.get('pairing') or 'no complete values'})."
+        return f"{a}: no comparison with {base} on {where} ({v.get('pairing') or 'no complete values'})."
     n, alpha = v["n"], (summary.get("methods") or {}).get("alpha", 0.05)
     seq = "p_seq" if v.get("p_seq") is not None else "p"
     p = f"{seq} = {fmt_p(decision_p(v))}, p Holm = {fmt_p(v.get('p_holm'))}"
+    design = ((summary.get("design") or {}).get("comparisons") or {}).get(name) or {}
     if v.get("p_holm") is not None and v["p_holm"] <= alpha:
         better = (v["delta"] > 0) == (summary["direction"] == "maximize")
         text = (
-            f"{name} is {'better' if better else 'worse'} than {base} on {where}: "
+            f"{a} is {'better' if better else 'worse'} than {base} on {where}: "
             f"Δ {delta_text(v, d)}, {p}, {n} seeds."
         )
-        a = summary.get("adaptive")
-        if a and n < a["max"]:
-            text += f" It stopped early ({n} of at most {a['max']} seeds): |Δ| is likely overstated."
-        return text
-    text = f"{name}: not distinguishable from {base} on {where} at {n} seeds (Δ {delta_text(v, d)}, {p})"
-    if v.get("min_seeds") and n < v["min_seeds"]:
-        return text + f"; these seeds cannot reach p Holm <= {alpha}: that needs at least {v['min_seeds']}."
-    if v["delta"] == 0:
-        return text + "."
-    if detect is not None:
-        return text + f"; about {detect} seeds would detect Δ {fmt(v['delta'], f'+.{d}f')} (power 0.8)."
-    if searched is not None:
+        ad = summary.get("adaptive")
+        if ad and n < ad["max"]:
+            text += f" It stopped early ({n} of at most {ad['max']} seeds): |Δ| is likely overstated."
+        return text + equivalence_text(name, summary, decided=True)
+    text = f"{a}: not distinguishable from {base} on {where} at {n} seeds (Δ {delta_text(v, d)}, {p})"
+    if design.get("uninformative"):
         return (
-            text + f"; more than {searched} seeds would be needed to detect Δ {fmt(v['delta'], f'+.{d}f')}."
+            text
+            + "; the design cannot answer: "
+            + "; ".join(design["reasons"])
+            + "."
+            + equivalence_text(name, summary, decided=False)
         )
-    return text + "."
+    if design.get("notes"):
+        text += " (" + "; ".join(design["notes"]) + ")"
+    if v.get("min_seeds") and n < v["min_seeds"]:
+        text += f"; these seeds cannot reach p Holm <= {alpha}: that needs at least {v['min_seeds']}."
+    elif detect is not None and detect.seeds is not None:
+        text += (
+            f"; about {detect.seeds} seeds would detect |Δ| = {detect.effect:.{d}f} (the margin) with power "
+            f"{detect.target:.1f}, enough in {detect.share:.0%} of simulated studies like this one."
+        )
+    elif detect is not None:
+        text += f"; more seeds than were searched would be needed to detect |Δ| = {detect.effect:.{d}f} (the margin)."
+    else:
+        text += "."
+    return text + equivalence_text(name, summary, decided=False)
+
+
+def equivalence_text(name: str, summary: dict[str, Any], *, decided: bool) -> str:
+    """The equivalence sentence of a comparison with a margin (sweeps/stats/equivalence.py); for
+    an undecided one without a margin, that none was given (so it is not evidence of no effect)."""
+    e = (summary.get("equivalence") or {}).get(name)
+    a, base = _sides(summary, name)
+    if e is None:
+        return (
+            ""
+            if decided
+            else " No margin was given, so this is not evidence of no effect (`margin:` in the spec, or "
+            "`ablate report --margin M`, tests equivalence within ±M)."
+        )
+    d = decimals(summary["metric"])
+    m = f"±{e['margin']:.{d}f}"
+    ci = _ci(e["ci"], d, "+").strip() if e["ci"] else ""
+    conf = f" ({conf_text(e['confidence'])})" if e["ci"] else ""
+    p = f"p TOST Holm = {fmt_p(e.get('p_holm'))}"
+    if e["equivalent"]:
+        return f" {a} is equivalent to {base} within {m}: Δ {ci}{conf} inside ({m}), {p}."
+    if e["ci"] is None:
+        return f" Equivalence within {m} not shown: these seeds cannot reach its interval ({p})."
+    return f" Equivalence within {m} not shown: Δ {ci}{conf} reaches the margin, {p}."
 
 
 def verdict_lines(summary: dict[str, Any]) -> list[str]:
@@ -220,7 +290,25 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     stored = summary.get("verdicts")
     if stored:
         return list(stored.values())
-    return [verdict(n, summary) for n in summary["variants"] if n != summary["baseline"]]
+    names = [n for n in summary["variants"] if n != summary["baseline"]] + list(
+        summary.get("comparisons") or {}
+    )
+    return [verdict(n, summary) for n in names]
+
+
+def design_check_lines(summary: dict[str, Any]) -> list[str]:
+    """The design check's flags per variant (sweeps/stats/design.py), one line each, and a line
+    saying there are none; nothing for a summary written before the check existed."""
+    design = summary.get("design")
+    if design is None:
+        return []
+    flagged = [f"{v}: {'; '.join(f['text'] for f in fs)}." for v, fs in design["variants"].items() if fs]
+    if not flagged:
+        return ["Design checks: no variant at its ceiling, floor or chance, none without spread."]
+    return [
+        "Design checks (ceiling, floor, chance, spread; a flagged baseline makes its comparisons uninformative):",
+        *flagged,
+    ]
 
 
 def pairing_lines(variants: dict[str, dict[str, Any]], baseline: str) -> list[str]:
@@ -249,7 +337,7 @@ def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[s
         for name, ov in spec["variants"].items():
             text = ", ".join(f"{k}={v}" for k, v in ov.items()) if ov else "none (the baseline)"
             lines.append(f"Overrides of {name}: {text}.")
-    lines += splits_lines(summary)
+    lines += splits_lines(summary) + design_check_lines(summary)
     return lines + numerics_lines(summary) + adaptive_lines(summary) + variance_lines(summary)
 
 

@@ -3,43 +3,64 @@
 A pilot study of n seeds per variant gives, per comparison, the spread the primary test sees:
 the standard deviation s of the per-seed differences (paired) or the pooled standard deviation
 of the two samples (unpaired), with df = n - 1 (or n1 + n2 - 2) degrees of freedom. The model
-is a location shift with normal noise: d = Δ + σ ε (paired), or x - μ - Δ and y - μ both
-σ ε (unpaired). Δ is what the primary test measures and the report prints: the centre of the
-per-seed differences (paired) or the shift (unpaired), estimated by Hodges-Lehmann; ``--delta``
-sets it, else the pilot's estimate is used.
+is a location shift with normal noise: d = Δ + σ ε (paired), or x - μ - Δ and y - μ both σ ε
+(unpaired). Two claims, each the primary test's own rule applied to simulated studies
+(sweeps/stats/simulation.py):
 
-Why not resample the pilot: 5 values understate the spread (their range is narrower than the
-population's), so resampling answers too few seeds most of the time. Here σ is taken at its
-60 % confidence limit, σ̂ = s sqrt(df / χ²_df(0.4)): under the model the recommended n is at
-least the n truly needed in 60 % of pilots, and the n at σ's 10 % and 90 % confidence limits,
-s sqrt(df / χ²_df(0.9)) and s sqrt(df / χ²_df(0.1)), is the 80 % range printed beside it. The
-calibration benchmark (python -m ablate.benchmarks.stats_calibration) measures how this holds
-on normal, skewed, ceiling-bounded and bimodal data; with ties (ceiling, bimodal) the answer
-carries a note, as the normal model then understates what the test needs.
+- **difference** (``seeds_to_detect``): the test rejects at α when the true Δ is the effect
+  (the margin m, the smallest effect that matters, or ``--delta``);
+- **equivalence** (``seeds_to_show_equivalence``): the test's exact interval at 1 - 2α lies
+  strictly inside (-m, +m) when the true Δ is 0 (the two one-sided tests by interval
+  inclusion, the rule of sweeps/stats/equivalence.py).
 
-The power is the primary test's own rule, applied to ``DRAWS`` seeded simulated studies. ``alpha`` is per comparison: the report's Holm adjustment holds the
-smallest p of k comparisons to alpha / k, so power_table passes alpha / k (Holm-safe).
+**The answer** is the fewest seeds per side whose power reaches the target at σ's 60 %
+confidence limit, σ̂ = s sqrt(df / χ²_df(0.4)) (5 values understate the spread: resampling them
+answers too few seeds). **Its share** is the probability, under the normal model fitted to the
+pilot (σ at its median-unbiased value σ̃ = s sqrt(df / χ²_df(0.5))), that a pilot like this one
+gets an answer that is enough: true power >= target, an answer "more than max_seeds" counting
+(it says more are needed). Power rises with the effect, so an answer is enough exactly when it is
+at least n*, the answer at the true σ, that is when the pilot's σ̂ exceeds m / E, E the smallest
+effect (in σ units) at which fewer than n* seeds reach the target. As σ̂² is σ² χ²_df / χ²_df(0.4),
+with e = m / σ̃ and g = χ²_df(0.4):
+
+    share = P(χ²_df > g (e / E)²)
+
+It is 60 % when whole seeds fit exactly and more the more the answer rounds up (small answers).
+The calibration benchmark (python -m ablate.benchmarks.stats_calibration) compares it with the
+share of simulated pilots whose answer truly reaches the target, on normal, skewed,
+ceiling-bounded, bimodal and heavy-tailed data. It is a property of the answers of pilots like
+this one, not a promise about the one answer printed: among the pilots that get a number close
+to max_seeds, fewer are enough (the others were told "more than max_seeds").
+
+**The search.** The power is not monotone in n for a discrete test (it dips when k stays put
+as n grows; with common random numbers the dips are small), so ``first_reaching`` looks at every
+n up to ``LINEAR``, then brackets from normal theory's guess and bisects, then checks seed by
+seed below the answer until the power is ``DIP`` under the target: the first n reaching it, as a
+seed-by-seed search finds it (tests/unit check both agree), in about 10 to 25 powers instead of
+up to 200. ``alpha`` is per comparison: the report's Holm adjustment holds the smallest p of k
+comparisons to alpha / k, so power_table passes alpha / k (Holm-safe).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from ablate.sweeps.stats.inference import kth, mann_whitney, null_cdf, signed_rank
+from ablate.sweeps.stats.inference import mann_whitney, signed_rank
+from ablate.sweeps.stats.simulation import Claim, claim_power, crossing, guess
 
-DRAWS = 4000
 MAX_SEEDS = 200
-RANGE = (0.1, 0.9)  # σ's confidence limits behind the 80 % range of the needed n
 # σ's confidence limit the answer is taken at: above the median-unbiased 0.5, so that the answer
-# is enough in more than half the pilots, with a margin for the discreteness and the ties that
-# the normal model does not see (the calibration's ceiling model sat at 49.5 % with 0.5).
+# is enough in more than half the pilots (the share says how often exactly).
 ANSWER_QUANTILE = 0.6
+PLUG_IN = 0.5  # σ's confidence limit the share is computed at: the median-unbiased σ
+LINEAR = 20  # seeds searched one by one before the search brackets
+DIP = 0.01  # below the bisected answer, seeds are checked until the power is this far under the target
 
 
 @dataclass(frozen=True)
@@ -80,96 +101,193 @@ def fit(variant: str, values: Sequence[float], baseline: Sequence[float], paired
     return Pilot(variant, False, shift, sd, x.size + y.size - 2, min(x.size, y.size), tied)
 
 
-@functools.lru_cache(maxsize=4096)
-def power(paired: bool, n: int, effect: float, alpha: float, *, draws: int = DRAWS, seed: int = 0) -> float:
-    """P(the primary test rejects at alpha) with n seeds per side when the shift is effect = Δ / σ
-    and the noise normal: the share of ``draws`` seeded simulated studies in which at most
-    k - 1 Walsh averages (paired) or pairwise differences (unpaired) fall on one side of 0,
-    which is the test's own rule (inference.py)."""
-    k = kth(null_cdf(paired, n, n)[0], alpha)
-    if k == 0:
-        return 0.0
-    if math.isinf(effect):
-        return 1.0
-    rng = np.random.default_rng([seed, n, int(paired)])
-    hits = 0
-    for start in range(0, draws, 500):
-        b = min(500, draws - start)
-        if paired:
-            d = rng.standard_normal((b, n)) + effect
-            i, j = np.triu_indices(n)
-            values = d[:, i] + d[:, j]  # twice the Walsh averages: the same signs
-        else:
-            x = rng.standard_normal((b, n, 1)) + effect
-            values = (x - rng.standard_normal((b, 1, n))).reshape(b, -1)
-        low, high = (values <= 0).sum(axis=1), (values >= 0).sum(axis=1)
-        hits += int(np.count_nonzero((low <= k - 1) | (high <= k - 1)))
-    return hits / draws
+# ---- the search ----------------------------------------------------------------------------------
+
+
+def first_reaching(
+    power_at: Callable[[int], float], target: float, max_seeds: int, start: int | None = None
+) -> int | None:
+    """The first n in 2..max_seeds with power_at(n) >= target, None if there is none: a bracket
+    from ``start`` (the search's guess), bisection, then seed by seed below the bisected n until
+    the power is DIP under the target (it dips far less than that as n grows); every n up to
+    LINEAR is looked at, where the dips are largest."""
+    lo, hi = _bracket(power_at, target, max_seeds, start or 2)
+    if lo <= LINEAR:
+        found = (n for n in range(2, min(hi, max_seeds + 1)) if power_at(n) >= target)
+        return next(found, hi if hi <= max_seeds else None)
+    while hi - lo > 1:  # power_at(lo) < target <= power_at(hi); hi = max_seeds + 1: none so far
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if power_at(mid) >= target else (mid, hi)
+    best = hi if hi <= max_seeds else None
+    for m in range(hi - 1, 1, -1):
+        p = power_at(m)
+        if p >= target:
+            best = m
+        elif p < target - DIP:
+            break
+    return best
+
+
+def _bracket(power_at: Callable[[int], float], target: float, max_seeds: int, start: int) -> tuple[int, int]:
+    """(lo, hi) with power_at(lo) < target <= power_at(hi), hi = max_seeds + 1 when max_seeds
+    does not reach it, or lo <= LINEAR (look at every n below hi); steps from ``start`` that grow
+    from 5 % and double."""
+    n, step = min(max(start, 2), max_seeds), 0.05
+    if power_at(n) >= target:
+        hi = n
+        while hi > LINEAR + 1:
+            lo = max(LINEAR, min(hi - 1, int(hi / (1 + step))))
+            if lo == LINEAR or power_at(lo) < target:
+                return lo, hi
+            hi, step = lo, 2 * step
+        return min(hi - 1, LINEAR), hi
+    lo = n
+    while lo < max_seeds:
+        n = min(max_seeds, max(lo + 1, math.ceil(lo * (1 + step))))
+        if power_at(n) >= target:
+            return lo, n
+        lo, step = n, 2 * step
+    return lo, max_seeds + 1
 
 
 def needed(
-    paired: bool, effect: float, *, target: float, alpha: float, max_seeds: int = MAX_SEEDS
+    paired: bool,
+    effect: float,
+    *,
+    target: float,
+    alpha: float,
+    max_seeds: int = MAX_SEEDS,
+    claim: Claim = "difference",
+    start: int | None = None,
 ) -> int | None:
-    """The fewest seeds per side with power >= target at this effect, None above max_seeds.
+    """The fewest seeds per side at which the claim has power >= target at ``effect`` (σ units:
+    the Δ of a difference, the margin of equivalence); None above max_seeds. ``start``: where
+    the search brackets from (default: normal theory's guess)."""
 
-    Power is not monotone in n for a discrete test (it dips when k stays put as n grows), so
-    this is the first n that reaches the target, searched upward one seed at a time."""
-    for n in range(2, max_seeds + 1):
-        if power(paired, n, effect, alpha) >= target:
-            return n
-    return None
+    def power_at(n: int) -> float:
+        return claim_power(claim, paired, n, effect, alpha)
+
+    first = start if start is not None else guess(claim, paired, effect, alpha, target)
+    return first_reaching(power_at, target, max_seeds, first)
+
+
+# ---- the answers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Detect:
+    """Seeds per side for a claim, and how often they are enough."""
+
+    seeds: int | None  # None: more than max_seeds
+    share: float | None  # simulated share of pilots like this one in which `seeds` is enough
+    # (power >= target; an answer above max_seeds counts: it says more); None when seeds is None
+    effect: float  # the effect in metric units it detects (the margin)
+    target: float
+
+
+def share(claim: Claim, pilot: Pilot, value: float, seeds: int, *, alpha: float, target: float) -> float:
+    """P(a pilot like this one gets an answer that is enough) under the normal model with σ at
+    its median-unbiased value (the module's docstring): ``seeds`` is this pilot's answer, at σ's
+    ANSWER_QUANTILE limit, for ``value`` (metric units)."""
+    sigma = pilot.sigma(PLUG_IN)
+    e = value / sigma
+    start = max(2, int(seeds * (sigma / pilot.sigma()) ** 2))
+    truly = needed(pilot.paired, e, target=target, alpha=alpha, max_seeds=seeds, claim=claim, start=start)
+    # E, the smallest effect at which fewer than n* seeds reach the target, is the min over those
+    # m of their crossings: taken at n* - 1, as the crossings fall as n grows up to small dips
+    # (the benchmark's exact_share, the min over every m, differs by under 0.01 pt)
+    return stated_share(e, pilot.df, crossing(claim, pilot.paired, (truly or seeds) - 1, alpha, target))
+
+
+def stated_share(e: float, df: int, short: float) -> float:
+    """P(χ²_df > g (e / E)²), g = χ²_df(1 - ANSWER_QUANTILE): the probability that a pilot's σ̂
+    exceeds value / E, so that its answer is at least n*; e the effect in units of the plug-in σ,
+    E = ``short`` the smallest effect at which fewer than n* seeds reach the target (inf: none)."""
+    return float(stats.chi2.sf(_g(df) * (e / short) ** 2, df)) if short > 0 else 0.0
+
+
+@functools.lru_cache(maxsize=256)
+def _g(df: int) -> float:
+    return float(stats.chi2.ppf(1 - ANSWER_QUANTILE, df))
+
+
+def _detect(
+    claim: Claim, pilot: Pilot, value: float, *, alpha: float, target: float, max_seeds: int
+) -> Detect:
+    value = abs(float(value))  # the model is symmetric in the sign of Δ
+    if value == 0:
+        return Detect(None, None, 0.0, target)
+    if pilot.sd == 0:  # no spread: the fewest seeds at which the claim can hold, in every pilot
+        n = needed(pilot.paired, math.inf, target=target, alpha=alpha, max_seeds=max_seeds, claim=claim)
+        return Detect(n, None if n is None else 1.0, value, target)
+    n = needed(
+        pilot.paired, value / pilot.sigma(), target=target, alpha=alpha, max_seeds=max_seeds, claim=claim
+    )
+    if n is None:
+        return Detect(None, None, value, target)
+    got = share(claim, pilot, value, n, alpha=alpha, target=target)
+    return Detect(n, got, value, target)
+
+
+def seeds_to_detect(
+    pilot: Pilot, *, effect: float, alpha: float, target: float = 0.8, max_seeds: int = 50
+) -> Detect:
+    """The seeds per side at which the primary test detects Δ = effect (metric units: the
+    margin) with power >= target at σ's ANSWER_QUANTILE limit, and the share of pilots like
+    this one in which they are enough; seeds None when Δ = 0 or more than ``max_seeds``."""
+    return _detect("difference", pilot, effect, alpha=alpha, target=target, max_seeds=max_seeds)
+
+
+def seeds_to_show_equivalence(
+    pilot: Pilot, *, margin: float, alpha: float, target: float = 0.8, max_seeds: int = 50
+) -> Detect:
+    """The seeds per side at which the equivalence claim within ±margin (the interval at 1 - 2α
+    inside it) holds with power >= target when the true Δ is 0, and its share likewise."""
+    if not margin > 0:
+        raise ValueError(f"margin must be > 0, got {margin!r}")
+    return _detect("equivalence", pilot, margin, alpha=alpha, target=target, max_seeds=max_seeds)
 
 
 @dataclass(frozen=True)
 class Answer:
     """``ablate power``'s answer for one comparison."""
 
-    delta: float
-    sigma: float
-    seeds: int | None  # at σ's ANSWER_QUANTILE limit; None: more than max_seeds
-    seeds_range: tuple[int | None, int | None]  # at σ's 10 % and 90 % confidence limits
-    curve: list[tuple[int, float]]  # power by seeds at that σ
+    sigma: float  # at ANSWER_QUANTILE
+    detect: Detect | None  # None: no effect to detect (no margin, no --delta)
+    equivalence: Detect | None  # None: no margin
     note: str | None = None
 
 
 def answer(
-    pilot: Pilot, *, delta: float | None, target: float, alpha: float, max_seeds: int = MAX_SEEDS
+    pilot: Pilot,
+    *,
+    effect: float | None,
+    margin: float | None,
+    target: float,
+    alpha: float,
+    equivalence_alpha: float | None = None,
+    max_seeds: int = MAX_SEEDS,
 ) -> Answer:
-    """The seeds the comparison needs for power ``target`` at Δ = delta (default: the pilot's
-    estimate), with the 80 % range and the power curve up to the answer."""
-    delta = pilot.estimate if delta is None else float(delta)
-    sigma = pilot.sigma()
-    if delta == 0:
-        return Answer(0.0, sigma, None, (None, None), [], "Δ = 0: nothing to detect")
-    if pilot.sd == 0:  # every pilot difference equal: the model has no spread to scale by
-        n = needed(
-            pilot.paired, math.copysign(math.inf, delta), target=target, alpha=alpha, max_seeds=max_seeds
-        )
-        note = "the pilot has no spread: the answer is the fewest seeds at which the test can reject (a lower bound)"
-        return Answer(delta, 0.0, n, (n, n), [], note)
-
-    def n_at(s: float) -> int | None:
-        return needed(pilot.paired, delta / s, target=target, alpha=alpha, max_seeds=max_seeds)
-
-    n = n_at(sigma)
-    grid = [m for m in (3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 30, 50, 100) if m <= (n or max_seeds)]
-    curve = [(m, power(pilot.paired, m, delta / sigma, alpha)) for m in grid]
-    low, high = (n_at(pilot.sigma(q)) for q in RANGE)
-    note = (
-        "the pilot's values tie (a saturated or solved/stuck metric): the normal model does not "
-        "hold and can answer far too few seeds (docs: statistics, calibration, bimodal)"
-        if pilot.tied
-        else None
+    """The seeds the comparison needs to detect Δ = effect and to show equivalence within
+    ±margin (``equivalence_alpha``: its own family's level, default alpha), each with its share."""
+    detect = (
+        None
+        if effect is None
+        else seeds_to_detect(pilot, effect=effect, alpha=alpha, target=target, max_seeds=max_seeds)
     )
-    return Answer(delta, sigma, n, (low, high), curve, note)
-
-
-def seeds_to_detect(pilot: Pilot, *, alpha: float, target: float = 0.8, max_seeds: int = 50) -> int | None:
-    """The report's "about M seeds would detect Δ": ``needed`` at the pilot's own estimate and
-    σ as ``answer`` takes it (no range: ``ablate power`` prints that); None when Δ = 0 or more
-    than ``max_seeds`` would be needed."""
-    if pilot.estimate == 0:
-        return None
-    sigma = pilot.sigma()
-    effect = math.copysign(math.inf, pilot.estimate) if sigma == 0 else pilot.estimate / sigma
-    return needed(pilot.paired, effect, target=target, alpha=alpha, max_seeds=max_seeds)
+    equivalence = (
+        None
+        if margin is None
+        else seeds_to_show_equivalence(
+            pilot, margin=margin, alpha=equivalence_alpha or alpha, target=target, max_seeds=max_seeds
+        )
+    )
+    note = None
+    if pilot.sd == 0:
+        note = "the pilot has no spread: the answer is the fewest seeds at which the claim can hold (a lower bound)"
+    elif pilot.tied:
+        note = (
+            "the pilot's values tie (a saturated or solved/stuck metric): the normal model does not "
+            "hold and can answer far too few seeds (docs: statistics, calibration, bimodal)"
+        )
+    return Answer(pilot.sigma(), detect, equivalence, note)

@@ -26,11 +26,16 @@ class CellRow:
     state: str = "complete"  # one of STATES
     diverged: bool | None = None
     wall_s: float | None = None
+    n_params: int | None = None  # the model's trainable parameter count
     trial: int | None = None
     wandb_id: str | None = None
     error: str | None = None  # the last error of a cell that is not complete
     numerics: str | None = None  # what its floats were computed with (experiments/machine.numerics_key)
     metrics: Mapping[str, float] = field(default_factory=dict)  # "test/acc" -> value
+    # The validation metric during training, {"metric", "steps", "values"} (the trial's ``curve``
+    # attribute). Not a results.csv column, so not compared: a row read back from the file equals
+    # the row it was written from.
+    curve: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def metric(self, name: str) -> float | None:
         """The metric as a finite float; None when absent, not a number, NaN or infinite."""
@@ -71,6 +76,7 @@ class CellRow:
             state=text("state") or "missing",
             diverged=None if diverged is None else diverged == "True",
             wall_s=number("wall_s", float),
+            n_params=number("n_params", int),
             trial=number("trial", int),
             wandb_id=text("wandb_id"),
             error=text("error"),
@@ -87,7 +93,7 @@ def _float(text: str | None) -> float | None:
         return None
 
 
-CELL_COLUMNS = tuple(f.name for f in fields(CellRow) if f.name != "metrics")
+CELL_COLUMNS = tuple(f.name for f in fields(CellRow) if f.name not in ("metrics", "curve"))
 
 
 class VariantStats(TypedDict):

@@ -20,12 +20,15 @@ step-down adjustment (Holm, 1979) over the k comparisons with the baseline, whic
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from ablate.sweeps.stats import design
+from ablate.sweeps.stats.equivalence import adjust as adjust_equivalence
+from ablate.sweeps.stats.equivalence import tost
 from ablate.sweeps.stats.exact import EXACT_MWU_MAX, holm, mwu_exact
 from ablate.sweeps.stats.inference import (
     ALPHA,
@@ -140,7 +143,11 @@ def variant_stats(
         return out
     out["delta_median"] = _num(np.median(x) - np.median(y))
     out["p_mwu"] = mwu_exact(x, y)[0]
-    diff = x - pair if paired else (x[:, None] - y[None, :]).reshape(-1)
+    if paired:
+        diff = x - pair
+        diff = diff[np.isfinite(diff)]
+    else:
+        diff = (x[:, None] - y[None, :]).reshape(-1)
     share = float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
     out["p_improve"] = share if direction == "maximize" else 1.0 - share
     primary = signed_rank(diff, alpha=alpha) if paired else mann_whitney(x, y, alpha=alpha)
@@ -230,15 +237,17 @@ def pairing(
     base_cells: Sequence[Cell],
     overrides: dict[str, Any] | None = None,
 ) -> tuple[bool, str]:
-    """(paired?, why) for comparing variant ``name`` with the baseline.
+    """(paired?, why) for comparing variant ``name`` with ``base_name`` (the baseline, or the
+    second variant of a between-variant comparison).
 
-    Paired when the baseline has a complete value for every seed the variant has (it may have
-    more: adaptive seeds grow the baseline with the undecided variants, and a variant's failed
-    cell leaves its other pairs intact), and the variant overrides no data.* key that changes
-    which examples a seed's run sees or in which order (any data key but
-    SEED_NEUTRAL_DATA_KEYS): then seed k of both shares the data set, the data order and every
-    other seed-derived stream the variant does not change, and the per-seed difference is the
-    unit. Otherwise unpaired, and the reason says why.
+    Paired when the variant overrides no data.* key that changes which examples a seed's run
+    sees or in which order (any data key but SEED_NEUTRAL_DATA_KEYS; for two variants, any such
+    key where they differ) and the two share a seed: then seed k of both shares the
+    data set, the data order and every other seed-derived stream the variant does not change,
+    and the per-seed difference is the unit. The test runs on the shared seeds; a seed only one
+    side has (a cell still running or failed, adaptive seeds that grew the baseline) enters the
+    descriptive statistics only, and the reason names it. Otherwise unpaired, and the reason
+    says why.
     """
     mine, base = {s for s, _, _ in cells}, {s for s, _, _ in base_cells}
     if not mine or not base:
@@ -248,11 +257,15 @@ def pairing(
         return False, (
             f"unpaired: {name} overrides {', '.join(data_keys)}, so a seed does not index the same data"
         )
-    if mine - base:
-        return False, f"unpaired: {base_name} lacks seed(s) {seeds_text(mine - base)} of {name}"
-    why = f"paired on seeds {seeds_text(mine)}"
-    if base - mine:
-        why += f" ({base_name}'s seed(s) {seeds_text(base - mine)} enter the unpaired test only)"
+    shared = mine & base
+    if not shared:
+        return False, f"unpaired: {name} and {base_name} share no seed"
+    why = f"paired on seeds {seeds_text(shared)}"
+    alone = [
+        f"{who}'s seed(s) {seeds_text(s)}" for who, s in ((name, mine - base), (base_name, base - mine)) if s
+    ]
+    if alone:
+        why += f" ({' and '.join(alone)} enter the descriptive statistics only)"
     return True, why
 
 
@@ -304,7 +317,7 @@ def methods(seeds: Sequence[int], k: int, alpha: float = ALPHA, looks: int = 1) 
         "multiple_comparisons": {
             "method": "holm",
             "adjusts": "p_seq (adaptive seeds) else p_value",
-            "family": "the variants' comparisons with the baseline, per metric",
+            "family": "the variants' comparisons with the baseline and the spec's compare: pairs, per metric",
             "k": k,
             "decides": "p_holm <= alpha",
         },
@@ -320,6 +333,13 @@ def methods(seeds: Sequence[int], k: int, alpha: float = ALPHA, looks: int = 1) 
             "over all pairs of values (U / (n1 n2)) otherwise"
         ),
         "diverged": "included with the metric reached; a non-finite metric counts as the worst value",
+        "equivalence": (
+            "with a margin m: the two one-sided tests by interval inclusion, equivalent within ±m when the "
+            "primary test's exact interval at 1 - 2 alpha (1 - 2 alpha / looks) lies inside (-m, +m); p = the "
+            "larger one-sided p (times the looks); Holm over the comparisons with a margin "
+            "(sweeps/stats/equivalence.py)"
+        ),
+        "design": design.RULES,
     }
 
 
@@ -377,6 +397,9 @@ def summarize(
     overrides: dict[str, dict[str, Any]] | None = None,
     alpha: float = ALPHA,
     looks: int = 1,
+    compare: Sequence[tuple[str, str]] = (),
+    margins: Mapping[str, float] | None = None,
+    chance: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The summary.json document (JSON-safe: no NaN, only None) of one study.
 
@@ -385,43 +408,105 @@ def summarize(
     ``looks``: the looks an adaptive schedule allows (sweeps/drivers/adaptive.py). With L > 1 looks
     each comparison's p is adjusted to p_seq = min(1, L p) (Bonferroni over the looks: valid
     whichever look stopped it), Holm runs over p_seq, and the interval is the test's at level
-    1 - alpha / L, so it excludes 0 exactly when p_seq <= alpha.
+    1 - alpha / L, so it excludes 0 exactly when p_seq <= alpha. ``compare``: pairs (a, b) of
+    variants compared with each other as well ("a vs b", Δ = a − b), in the same Holm family as
+    the comparisons with the baseline; ``margins``: comparison name -> equivalence margin
+    (sweeps/stats/equivalence.py); ``chance``: the evaluated split's majority-class rate for the
+    design check (sweeps/stats/design.py ``chance_of``).
     """
     if baseline not in variants:
         raise ValueError(f"baseline {baseline!r} is not one of the variants {variants}")
     cells, missing, counts = collect(rows, metric=metric, direction=direction, variants=variants)
-    base_by_seed = {s: v for s, v, _ in cells[baseline]}
+    ov = overrides or {}
     out_variants: dict[str, dict[str, Any]] = {}
     for name in variants:
-        is_base = name == baseline
-        if is_base:
+        if name == baseline:
             st = variant_stats([v for _, v, _ in cells[name]], None, direction=direction, alpha=alpha)
             if st["median"] is not None:
                 st["delta"] = st["delta_median"] = 0.0  # against itself; CI/p/P(improve) stay None
         else:
-            paired, why = pairing(name, cells[name], baseline, cells[baseline], (overrides or {}).get(name))
-            values = [v for _, v, _ in cells[name]]  # sorted by seed (collect)
-            pairs = [base_by_seed[s] for s, _, _ in cells[name]] if paired else None
-            st = variant_stats(
-                values,
-                list(base_by_seed.values()),
-                direction=direction,
-                paired=paired,
-                paired_with=pairs,
-                alpha=alpha / looks,
-            )
-            st["pairing"] = why
+            st = compared(name, baseline, cells, ov.get(name), direction, alpha / looks)
         st["n_diverged"] = sum(d for _, _, d in cells[name])
         out_variants[name] = {k: st[k] for k in VARIANT_KEYS}
-    k = adjust(out_variants, baseline, alpha=alpha, looks=looks)
+    between = {
+        f"{a} vs {b}": compared(a, b, cells, differing(ov.get(a), ov.get(b)), direction, alpha / looks)
+        for a, b in compare
+    }
+    k = adjust({**out_variants, **between}, baseline, alpha=alpha, looks=looks)
     if seeds is None:
         seeds = sorted({int(r.seed) for r in rows if r.variant in variants})
-    return {
+    sides = {n: (n, baseline) for n in variants if n != baseline} | {
+        f"{a} vs {b}": (a, b) for a, b in compare
+    }
+    entries = {**out_variants, **between}
+    out = {
         "experiment": experiment,
         "metric": metric,
         "direction": direction,
         "baseline": baseline,
         "cells": {**counts, "missing": missing},
         "variants": out_variants,
-        "methods": methods(seeds, k, alpha, looks),
     }
+    if between:
+        out["comparisons"] = between
+    if margins:
+        out["equivalence"] = equivalences(cells, sides, entries, margins, alpha, looks)
+    out["design"] = design.check(
+        cells, {n: (a, b, bool(entries[n]["paired"])) for n, (a, b) in sides.items()}, metric, chance
+    )
+    out["methods"] = methods(seeds, k, alpha, looks)
+    return out
+
+
+def differing(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
+    """The overrides in which two variants differ (what pairing looks at for "a vs b")."""
+    a, b = a or {}, b or {}
+    return {k: b.get(k, a.get(k)) for k in {*a, *b} if a.get(k) != b.get(k)}
+
+
+def compared(
+    name: str,
+    ref: str,
+    cells: Mapping[str, Sequence[Cell]],
+    overrides: dict[str, Any] | None,
+    direction: str,
+    alpha: float,
+) -> dict[str, Any]:
+    """``variant_stats`` of variant ``name`` measured against ``ref``, paired as ``pairing`` says,
+    with the pairing's reason."""
+    paired, why = pairing(name, cells[name], ref, cells[ref], overrides)
+    ref_by_seed = {s: v for s, v, _ in cells[ref]}
+    values = [v for _, v, _ in cells[name]]  # sorted by seed (collect)
+    pairs = [ref_by_seed.get(s, math.nan) for s, _, _ in cells[name]] if paired else None
+    st = variant_stats(
+        values, list(ref_by_seed.values()), direction=direction, paired=paired, paired_with=pairs, alpha=alpha
+    )
+    st["pairing"] = why
+    return st
+
+
+def equivalences(
+    cells: Mapping[str, Sequence[Cell]],
+    sides: Mapping[str, tuple[str, str]],
+    entries: Mapping[str, dict[str, Any]],
+    margins: Mapping[str, float],
+    alpha: float,
+    looks: int,
+) -> dict[str, dict[str, Any]]:
+    """summary.json's ``equivalence``: the two one-sided tests of each comparison with a margin
+    (paired on the shared seeds when the comparison is paired), Holm over them."""
+    out = {}
+    for name, (a, b) in sides.items():
+        if margins.get(name) is None or entries[name]["test"] is None:
+            continue
+        ref = {s: v for s, v, _ in cells[b]}
+        if entries[name]["paired"]:
+            diffs = [v - ref[s] for s, v, _ in cells[a] if s in ref]
+            test = tost(diffs, None, margins[name], alpha=alpha / looks)
+        else:
+            test = tost([v for _, v, _ in cells[a]], list(ref.values()), margins[name], alpha=alpha / looks)
+        if looks > 1 and test["p"] is not None:  # Bonferroni over the looks, as p_seq
+            test["p"] = min(1.0, looks * test["p"])
+        out[name] = test
+    adjust_equivalence(out, alpha)
+    return out

@@ -30,11 +30,12 @@ from tests.unit.sweeps.integrations.test_wandb_report import (
 )
 
 
-def inspect_runs(wandb_dir: Path) -> dict[str, dict]:
-    """Each offline run's record (``leet inspect --json``) plus ``logged``: every key it logged;
-    ``config`` and ``summary``: every update merged (``finish_cell`` adds to both at the end)."""
+def offline_runs(wandb_dir: Path) -> list[dict]:
+    """Every offline run's record (``leet inspect --json``), in folder order, plus ``logged``: every
+    key it logged; ``config`` and ``summary``: every update merged (``log_cell`` and ``end_cell``
+    add to both at the end); ``exit_code``: its exit record's (None: the run never ended)."""
     exe = Path(sys.executable).parent / "wandb"
-    runs = {}
+    runs = []
     for folder in sorted(wandb_dir.glob("offline-run-*")):
         out = subprocess.run(
             [str(exe), "leet", "inspect", str(folder), "--json"], capture_output=True, text=True, timeout=120
@@ -47,11 +48,22 @@ def inspect_runs(wandb_dir: Path) -> dict[str, dict]:
             k.split(".")[0] for r in records if r["type"] == "history" for k in r["history"]["item"]
         }
         run["config"] = run["config"]["update"]
+        run["summary"] = {}
         for r in records:
             if r["type"] in ("config", "summary"):
-                run.setdefault(r["type"], {}).update(r[r["type"]]["update"])
-        runs[run["display_name"]] = run
+                run[r["type"]].update(r[r["type"]]["update"])
+        exits = [r["exit"].get("exit_code", 0) for r in records if r["type"] == "exit"]
+        run["exit_code"] = exits[-1] if exits else None
+        runs.append(run)
     return runs
+
+
+def inspect_runs(wandb_dir: Path) -> dict[str, dict]:
+    """``offline_runs`` by display name (each name once: a sweep that was never interrupted)."""
+    runs = offline_runs(wandb_dir)
+    by_name = {run["display_name"]: run for run in runs}
+    assert len(by_name) == len(runs), sorted(r["display_name"] for r in runs)
+    return by_name
 
 
 @pytest.mark.multiprocess

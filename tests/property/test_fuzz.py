@@ -281,6 +281,14 @@ SPEC_VALUES: dict[str, st.SearchStrategy[Any]] = {
         st.sampled_from(["missing.py", "no_such_plugin_module", "./sub/x.py", "", "a/"]), max_size=2
     )
     | ANY,
+    "margin": st.one_of(
+        st.floats(allow_nan=True),
+        st.integers(-1, 2),
+        st.dictionaries(NAMES | st.just("default"), SCALARS, max_size=2),
+    ),
+    "compare": st.one_of(
+        st.just("all"), st.lists(st.lists(NAMES | st.just("no_pe"), max_size=3) | TEXT, max_size=3), ANY
+    ),
 }
 assert set(SPEC_VALUES) == set(SPEC_KEYS), "a new spec key needs values here"
 VALID_SPEC = {"name": "fuzz", "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}}, "seeds": 2}

@@ -199,3 +199,18 @@ def test_train_saves_the_final_weights_once(
         torch.testing.assert_close(weights[name], value, rtol=0, atol=0)
     assert cli.main(["train", str(tiny_config), "--out", "out2", "--no-progress", "--no-checkpoint"]) == 0
     assert not list((tmp_path / "out2").glob("*.ckpt"))
+
+
+def test_n_params_counts_each_variants_trainable_parameters(tiny_cfg: TrainConfig, tmp_path: Path) -> None:
+    """A GQA variant (one key-value head of 8 instead of two) has fewer parameters than mha: the K
+    and V projections lose 8 outputs each (weights from d_model 16, and biases). Every member of
+    a stack counts the same as the run alone, and metrics.json records it."""
+    from ablate.experiments.runner.cells import run_cells
+
+    mha = run_trial(tiny_cfg, tmp_path / "mha")
+    gqa = run_trial(tiny_cfg.override(["model.n_kv_heads=1"]), tmp_path / "gqa")
+    assert mha.n_params == sum(p.numel() for p in mha.extras["model"].parameters())
+    assert mha.n_params - gqa.n_params == 2 * 8 * (16 + 1)
+    assert json.loads((tmp_path / "gqa" / "metrics.json").read_text())["n_params"] == gqa.n_params
+    stacked = run_cells(tiny_cfg.override(["model.n_kv_heads=1", "trainer.seed_parallel=2"]), [0, 1])
+    assert [r.n_params for r in stacked] == [gqa.n_params] * 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ SEARCH = {"space": {"optim.lr": {"low": 1e-4, "high": 1e-2, "log": True}}, "tria
 FILE_KEYS = {
     *("name", "description", "base", "overrides", "variants", "seeds", "seed_factors"),
     *("heatmap_seeds", "metric", "extra_metrics", "direction", "wandb_project", "tags"),
-    *("profiles", "search", "plugins"),
+    *("profiles", "search", "plugins", "margin", "compare"),
 }
 
 
@@ -49,10 +50,51 @@ def specs() -> dict[str, ExperimentSpec]:
         "adaptive": adaptive,
         "grown": grow(adaptive, ["no_pe"]),
         "factors": spec_from_dict({**factors, "extra_metrics": ["val/acc"], "heatmap_seeds": [0, 3]}),
+        "read": spec_from_dict(
+            {**RAW, "variants": THREE, "compare": "all", "margin": {"default": 0.01, "a": 0.02}}
+        ),
     }
 
 
-@pytest.mark.parametrize("name", ["plain", "labelled", "searched", "tuned", "adaptive", "grown", "factors"])
+THREE = {"baseline": {}, "a": {"model.pe": "none"}, "b": {"model.n_heads": 1}}
+
+
+def test_margin_and_compare_are_read_and_name_their_comparisons() -> None:
+    s = specs()["read"]
+    assert s.compare == (("a", "b"),) and s.comparisons() == ["a", "b", "a vs b"]
+    assert s.margins() == {"a": 0.02, "b": 0.01, "a vs b": 0.01}
+    assert spec_from_dict({**RAW, "variants": THREE, "compare": ["b vs a"]}).compare == (("b", "a"),)
+    assert (
+        spec_from_dict(RAW).margins() == {}
+        and spec_from_dict({**RAW, "margin": 0.5}).margin_for("no_pe") == 0.5
+    )
+    assert s.identity() == spec_from_dict({**RAW, "variants": THREE}).identity()  # a reading, not a result
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"compare": "some"}, "compare must be `all` or a list of pairs"),
+        ({"compare": [["a", "a"]]}, "is not a pair of two different variants"),
+        (
+            {"compare": [["a", "baseline"]]},
+            "(the baseline is compared with every variant already); choose from a, b",
+        ),
+        ({"compare": [["a", "c"]]}, "'c' is not a variant to compare; choose from a, b"),
+        ({"compare": [["a", "b"], "b vs a"]}, "b and a are listed twice"),
+        ({"margin": 0}, "margin default: 0 must be a number > 0"),
+        ({"margin": "x"}, "must be a number > 0 (the smallest effect that matters"),
+        ({"margin": {"c": 0.1}}, "margin: no comparison 'c'; choose from default, a, b"),
+    ],
+)
+def test_bad_margin_or_compare_names_the_problem_and_the_choices(extra: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        spec_from_dict({**RAW, "variants": THREE, **extra})
+
+
+@pytest.mark.parametrize(
+    "name", ["plain", "labelled", "searched", "tuned", "adaptive", "grown", "factors", "read"]
+)
 def test_spec_json_holds_every_field_in_field_order_and_reads_back(name: str) -> None:
     spec = specs()[name]
     data = spec.to_dict()

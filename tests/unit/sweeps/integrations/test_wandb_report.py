@@ -65,14 +65,28 @@ SUMMARY = {
 }
 
 
+def run_id(spec: ExperimentSpec, variant: str, seed: int) -> str:
+    """The W&B run id the tests give the counted run of a cell (``captured_runs``, results.csv)."""
+    return f"{spec.name}-{variant}-s{seed}"
+
+
 def make_run_dir(tmp_path: Path, *, summary: bool = True) -> tuple[ExperimentSpec, Path]:
-    """A run folder as a sweep leaves it, as far as the report reads it: spec.json, summary.json."""
+    """A run folder as a sweep leaves it, as far as the report reads it: spec.json, and unless
+    ``summary`` is False summary.json and results.csv (every cell complete, with its run id)."""
+    from ablate.sweeps.report.files import results_csv
+    from ablate.sweeps.stats.rows import CellRow
+
     spec = spec_from_dict(RAW_SPEC)
     run_dir = tmp_path / "runs" / "tiny"
     run_dir.mkdir(parents=True)
     write_json(run_dir / "spec.json", spec.to_dict())
     if summary:
         write_json(run_dir / "summary.json", SUMMARY)
+        rows = [
+            CellRow(v, s, wandb_id=run_id(spec, v, s), trial=i, metrics={"test/acc": 0.9})
+            for i, (v, s) in enumerate(spec.cells())
+        ]
+        (run_dir / "results.csv").write_text(results_csv(rows))
     return spec, run_dir
 
 
@@ -101,9 +115,12 @@ def panels(spec_json: dict, view_type: str) -> list[tuple[dict, dict]]:
 
 
 def run_attr(run: dict, key: dict) -> Any:
-    """The value a W&B filter key reads from a run (``run`` as ``leet inspect`` prints its record)."""
-    if key["section"] == "config":
-        return run["config"].get(key["name"])
+    """The value a W&B filter key reads from a run (``run`` as ``leet inspect`` prints its record,
+    ``summary`` its summary updates merged): a run attribute's key is in section ``run``, a
+    summary key's in ``summary`` (``expr.Metric("ID")`` is ``{"section": "run", "name": "name"}``)."""
+    if key["section"] in ("config", "summary"):
+        return run[key["section"]].get(key["name"])
+    assert key["section"] == "run", key
     field = {"jobType": "job_type", "group": "run_group", "name": "run_id", "displayName": "display_name"}
     return run[field[key["name"]]]
 
@@ -138,7 +155,8 @@ def column_key(accessor: str) -> tuple[str, str]:
 
 
 def captured_runs(spec: ExperimentSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict]:
-    """The attributes ``wandb_glue`` gives each cell run and the summary run, captured at W&B's door."""
+    """The attributes ``wandb_glue`` gives each cell run and the summary run, captured at W&B's door;
+    each cell's run ended complete (``end_cell``), with the id ``run_id`` names."""
     import lightning.pytorch.loggers
     import wandb
 
@@ -156,7 +174,13 @@ def captured_runs(spec: ExperimentSpec, tmp_path: Path, monkeypatch: pytest.Monk
     runs = {}
     for variant, seed in spec.cells():
         kw = wandb_glue.cell_logger(spec, variant, seed, spec.cell_config(variant, seed), tmp_path)
-        runs[kw.name] = {"job_type": kw.job_type, "run_group": kw.group, "run_id": "x", "config": kw.config}
+        runs[kw.name] = {
+            "job_type": kw.job_type,
+            "run_group": kw.group,
+            "run_id": run_id(spec, variant, seed),
+            "config": kw.config,
+            "summary": {wandb_glue.CELL_STATE_KEY: wandb_glue.COMPLETE},
+        }
     with pytest.raises(Captured) as info:
         wandb_glue.log_summary(spec, SUMMARY, tmp_path / "plot.png", tmp_path)
     kw = info.value.args[0]
@@ -165,6 +189,7 @@ def captured_runs(spec: ExperimentSpec, tmp_path: Path, monkeypatch: pytest.Monk
         "run_group": kw["group"],
         "run_id": kw["id"],
         "config": kw["config"],
+        "summary": {},
     }
     return runs
 
@@ -227,11 +252,21 @@ def test_offline_writes_the_review_spec(tmp_path: Path, capsys: pytest.CaptureFi
     )  # no interval
 
 
-def reviewed_beside_another(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Path, dict]:
+def reviewed_beside_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, summary: bool = True
+) -> tuple[Any, Path, dict]:
     """A run folder reviewed offline, and the runs wandb_glue logs for it and for another
-    experiment of the same project (same variant names)."""
-    spec, run_dir = make_run_dir(tmp_path)
+    experiment of the same project (same variant names); beside the counted run of each cell,
+    runs that do not count: an interrupted and a failed attempt of ``no_pe-s1`` (each with a
+    rerun, the counted run), one killed outright (no state), all with the same name."""
+    spec, run_dir = make_run_dir(tmp_path, summary=summary)
     runs = captured_runs(spec, tmp_path, monkeypatch)
+    for state in ("interrupted", "failed", None):
+        attempt = {**runs["no_pe-s1"], "run_id": f"attempt-{state}"}
+        runs[f"no_pe-s1 ({state})"] = {
+            **attempt,
+            "summary": {wandb_glue.CELL_STATE_KEY: state} if state else {},
+        }
     other = spec_from_dict({**RAW_SPEC, "name": "other"})
     runs |= {f"other/{k}": v for k, v in captured_runs(other, tmp_path, monkeypatch).items()}
     monkeypatch.undo()
@@ -239,20 +274,32 @@ def reviewed_beside_another(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     return spec, run_dir, runs
 
 
-def test_runsets_keep_exactly_this_experiments_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The filters, evaluated on what wandb_glue logs: cells in the grouped runsets, heatmap seeds in
-    the heatmap runset, the study's summary run alone in the table's; another experiment's runs
-    (same project, same variant names) nowhere."""
-    spec, run_dir, runs = reviewed_beside_another(tmp_path, monkeypatch)
+@pytest.mark.parametrize("reported", [True, False], ids=["by-run-id", "by-cell-state"])
+def test_runsets_keep_exactly_this_experiments_counted_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reported: bool
+) -> None:
+    """The filters, evaluated on what wandb_glue logs: the cells' counted runs in the grouped
+    runsets, heatmap seeds in the heatmap runset, the study's summary run alone in the table's;
+    a cell's interrupted, failed or killed attempts and another experiment's runs (same project,
+    same variant names) nowhere. Reported (results.csv): by the complete cells' run ids, so a run
+    another study of this name marked complete stays out too; before: by ``ablate/cell_state``."""
+    spec, run_dir, runs = reviewed_beside_another(tmp_path, monkeypatch, summary=reported)
     data = json.loads((run_dir / "wandb-report.json").read_text())
+    older = {**runs["baseline-s0"], "run_id": "an-older-study-of-this-name"}  # marked complete
 
     def kept(runset: dict) -> set[str]:
         return {name for name, run in runs.items() if matches(runset, run)}
 
     cells = {f"{v}-s{s}" for v, s in spec.cells()}
+    filters = [f["key"] for _, rs in panels(data, "Bar Chart") for f in rs["filters"]["filters"]]
+    if reported:
+        assert {"section": "run", "name": "name"} in filters  # the run ids of results.csv
+    else:
+        assert {"section": "summary", "name": wandb_glue.CELL_STATE_KEY} in filters
     for _, runset in panels(data, "Run History Line Plot") + panels(data, "Bar Chart"):
         assert kept(runset) == cells
         assert {runs[c]["config"]["variant"] for c in cells} == set(spec.variants)
+        assert matches(runset, older) is not reported
     for panel, runset in panels(data, "Media Browser"):
         want = (
             {"summary"}
@@ -260,6 +307,8 @@ def test_runsets_keep_exactly_this_experiments_runs(tmp_path: Path, monkeypatch:
             else {"baseline-s1", "no_pe-s1", "deep-s1"}
         )
         assert kept(runset) == want  # the summary run's id, from spec.json, is the logged one
+    text = data["spec"]["blocks"][1]["content"]
+    assert ("results.csv counts complete" in text) is reported
 
 
 def test_offline_writes_the_workspace_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -275,7 +324,11 @@ def test_offline_writes_the_workspace_spec(tmp_path: Path, monkeypatch: pytest.M
     )
     cells = {f"{v}-s{s}" for v, s in spec.cells()}
     runset = workspace_runset(data)
-    assert {name for name, run in runs.items() if matches(runset, run)} == cells  # no summary run
+    # The report's cells: no summary run, no attempt that does not count.
+    assert {name for name, run in runs.items() if matches(runset, run)} == cells
+    report = json.loads((run_dir / "wandb-report.json").read_text())
+    [(_, bars), *_] = panels(report, "Bar Chart")
+    assert runset["filters"] == bars["filters"]  # one rule, the same run ids
     assert runset["grouping"] == [{"section": "config", "name": "variant.value"}]
 
     # Parallel coordinates: the swept keys (flat config keys, as cells log them), seed, the metric.
@@ -323,9 +376,10 @@ def test_offline_writes_the_workspace_spec(tmp_path: Path, monkeypatch: pytest.M
 def test_workspace_spec_round_trips(tmp_path: Path) -> None:
     """The JSON loads back into the library's Workspace and serializes to the same JSON (flat
     config columns included: the library alone would read them back as nested keys)."""
-    spec, _ = make_run_dir(tmp_path)
-    data = wws.workspace_spec(wws.build_workspace(spec, entity="", project="p"))
-    assert wws.workspace_spec(wws.workspace_from_spec(data, tmp_path / "x.json")) == data
+    spec, run_dir = make_run_dir(tmp_path)
+    for ids in (wrep.complete_run_ids(run_dir), None):  # the ids' filter and the state key's
+        data = wws.workspace_spec(wws.build_workspace(spec, entity="", project="p", run_ids=ids))
+        assert wws.workspace_spec(wws.workspace_from_spec(data, tmp_path / "x.json")) == data
 
 
 def test_cell_configs_hold_only_their_tasks_data_keys(
@@ -382,19 +436,55 @@ def test_the_summary_run_has_its_own_job_type_and_a_flat_config(
     assert base == wandb_glue.run_config(spec.base)
 
 
-def test_finish_cell_puts_the_splits_in_the_config_when_present() -> None:
+def test_log_cell_puts_the_splits_in_the_config_when_present() -> None:
     updates: list[dict] = []
     config = SimpleNamespace(update=lambda d, allow_val_change: updates.append(d))
 
-    def finish(result: dict[str, Any]) -> None:
-        run = SimpleNamespace(summary={}, config=config, id="r", log=lambda *a: None, finish=lambda: None)
-        wandb_glue.finish_cell(SimpleNamespace(experiment=run), result, None)
+    def log(result: dict[str, Any]) -> None:
+        run = SimpleNamespace(summary={}, config=config, id="r", log=lambda *a: None)
+        assert wandb_glue.log_cell(SimpleNamespace(experiment=run), result, None) == "r"
 
     splits = {"train": 96, "validation": 32, "test": 32}
-    finish({"test/acc": 1.0, "splits": splits})
+    log({"test/acc": 1.0, "splits": splits})
     assert updates == [{"splits": splits}]
-    finish({"test/acc": 1.0})
+    log({"test/acc": 1.0})
     assert updates == [{"splits": splits}]  # absent: nothing written
+
+
+class FakeRun:
+    """A W&B run as ``end_cell`` uses it: a summary, and ``finish`` recording its exit code."""
+
+    def __init__(self) -> None:
+        self.summary: dict[str, Any] = {}
+        self.exit_codes: list[int] = []
+
+    def finish(self, exit_code: int = 0) -> None:
+        self.exit_codes.append(exit_code)
+
+
+@pytest.mark.parametrize(
+    ("state", "code"), [("complete", 0), ("failed", 1), ("interrupted", 130)], ids=lambda x: str(x)
+)
+def test_end_cell_writes_the_state_and_its_exit_code(state: str, code: int) -> None:
+    """A run ends with its cell's state under ``ablate/cell_state`` and a non-zero exit code unless
+    complete (a failed or interrupted attempt never shows as a finished run)."""
+    run = FakeRun()
+    wandb_glue.end_cell(SimpleNamespace(experiment=run, _experiment=run), state)  # type: ignore[arg-type]
+    assert (run.summary, run.exit_codes) == ({wandb_glue.CELL_STATE_KEY: state}, [code])
+
+
+def test_end_cell_opens_no_run_to_fail_it() -> None:
+    """A cell that stopped before its logger opened a run: no run is made just to be ended."""
+
+    class Unopened:
+        _experiment = None
+
+        @property
+        def experiment(self) -> Any:
+            raise AssertionError("opened a run")
+
+    wandb_glue.end_cell(Unopened(), "interrupted")
+    wandb_glue.end_cell(Unopened(), "failed")
 
 
 def test_the_summary_run_gets_the_verdicts_and_the_primary_tests_scalars(
@@ -430,8 +520,8 @@ def test_the_summary_run_gets_the_verdicts_and_the_primary_tests_scalars(
     assert wandb_glue.summary_scalars(adaptive)["no_pe/p"] == 0.75  # the p the interval inverts
 
 
-def test_heatmap_keys_are_what_finish_cell_logs(tmp_path: Path) -> None:
-    """finish_cell logs ``attention/layer{i}`` images; the panels ask for the same keys."""
+def test_heatmap_keys_are_what_log_cell_logs(tmp_path: Path) -> None:
+    """log_cell logs ``attention/layer{i}`` images; the panels ask for the same keys."""
     import matplotlib.pyplot as plt
 
     spec = spec_from_dict(RAW_SPEC)
@@ -440,8 +530,8 @@ def test_heatmap_keys_are_what_finish_cell_logs(tmp_path: Path) -> None:
         pngs.append(tmp_path / f"l{i}.png")
         plt.imsave(pngs[-1], [[0.0, 1.0], [1.0, 0.0]])
     logged: dict[str, Any] = {}
-    run = SimpleNamespace(summary={}, id="r", log=logged.update, finish=lambda: None)
-    wandb_glue.finish_cell(SimpleNamespace(experiment=run), {"test/acc": 1.0}, {"pngs": pngs})
+    run = SimpleNamespace(summary={}, id="r", log=logged.update)
+    wandb_glue.log_cell(SimpleNamespace(experiment=run), {"test/acc": 1.0}, {"pngs": pngs})
     assert sorted(logged) == wrep.heatmap_keys(spec)
 
 
@@ -454,9 +544,10 @@ def test_without_summary_the_report_still_builds(tmp_path: Path) -> None:
 
 def test_spec_round_trips(tmp_path: Path) -> None:
     """The JSON loads back into the library's Report and serializes to the same JSON."""
-    spec, _ = make_run_dir(tmp_path)
-    data = wrep.report_spec(wrep.build_report(spec, SUMMARY, entity="", project="p"))
-    assert wrep.report_spec(wrep.report_from_spec(data, tmp_path / "x.json")) == data
+    spec, run_dir = make_run_dir(tmp_path)
+    for ids in (wrep.complete_run_ids(run_dir), None):  # the ids' filter and the state key's
+        data = wrep.report_spec(wrep.build_report(spec, SUMMARY, entity="", project="p", run_ids=ids))
+        assert wrep.report_spec(wrep.report_from_spec(data, tmp_path / "x.json")) == data
 
 
 class FakeViews:
@@ -575,6 +666,18 @@ BAD: dict[str, tuple[str, dict[str, str | None], list[str], list[str]]] = {
         {"tiny/summary.json": BAD_SUMMARY},
         [],
         ["is not a sweep's summary", "missing in no_pe", "ablate report"],
+    ),
+    "results-not-a-results-csv": (
+        "tiny",
+        {"tiny/results.csv": "a,b\n1,2\n"},
+        [],
+        ["is not a sweep's results.csv", "no column variant, seed, state, wandb_id", "ablate report"],
+    ),
+    "results-seed-not-a-number": (
+        "tiny",
+        {"tiny/results.csv": "variant,seed,state,wandb_id\nbaseline,x,complete,w\n"},
+        [],
+        ["is not a sweep's results.csv", "ablate report"],
     ),
     "from-spec-missing": ("tiny", {}, ["--from-spec"], ["no wandb-report.json", "ablate wandb-report"]),
     "from-spec-not-json": (  # the run folder's careful reader (sweeps/ledger/run_folder.py)

@@ -108,3 +108,37 @@ def test_publish_report_note_and_artifacts_replace_not_add(tmp_path: Path) -> No
 
 
 # ---- a tiny sweep, read back through the storage and the dashboard's JSON API ----------
+
+
+def test_a_cells_parameters_and_curve_reach_its_trial_and_read_back(tmp_path: Path) -> None:
+    """A real tiny cell's n_params and validation curve as the trial's user attributes (scalars: the
+    curve one compact JSON cell), read back by collect_rows as the report reads them."""
+    from ablate.experiments.runner.cells import run_trial
+    from ablate.experiments.specs.spec_file import spec_from_dict
+    from ablate.sweeps.ledger.cells import collect_rows, open_store
+    from ablate.sweeps.ledger.storage import sqlite_url
+    from ablate.sweeps.ledger.study_views import set_attrs
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    base = {**TINY_BASE, "trainer": {"max_steps": 4, "val_every": 2, "log_every": 1}}
+    spec = spec_from_dict({"name": "tiny", "base": base, "variants": {"baseline": {}}, "seeds": 1})
+    result = run_trial(spec.cell_config("baseline", 0))
+    assert result.curve is not None and result.curve["steps"] == [2, 4] and result.n_params
+    attrs = result_attrs(
+        result.metrics,
+        {},
+        diverged=result.diverged,
+        wall_s=result.wall_s,
+        n_params=result.n_params,
+        curve=result.curve,
+    )
+    assert all(isinstance(v, SCALARS) for v in attrs.values()), attrs
+    assert json.loads(attrs["curve"]) == result.curve
+    store = open_store(spec, sqlite_url(tmp_path / "study.db"), create=True)
+    store.ensure_cells()
+    trial = store.claim()
+    set_attrs(trial, attrs)
+    store.study.tell(trial, result.metrics["test/acc"])
+    (row,) = collect_rows(store)
+    assert row.n_params == result.n_params and row.curve == result.curve
+    assert row.metrics == result.metrics  # n_params and the curve are not metrics

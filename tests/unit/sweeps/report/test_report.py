@@ -100,11 +100,13 @@ def test_report_files(tmp_path: Path) -> None:
     att, mask = _uniform()
     for v in VARIANTS:
         _archive(tmp_path, v, 0, [att, att], mask)
-    paths = write_report(tmp_path, _summary(rows), rows, tuned={"no_pe": {"lr": 0.003}})
-    assert set(paths) == {"summary", "csv", "markdown", "html"}
+    summary = _summary(rows)
+    paths = write_report(tmp_path, summary, rows, tuned={"no_pe": {"lr": 0.003}})
+    # no_pe is paired (same seeds as the baseline): its per-seed differences; no cell has a curve
+    assert set(paths) == {"summary", "csv", "markdown", "html", "differences"}
     assert all(p.exists() for p in paths.values())
 
-    assert json.loads(paths["summary"].read_text()) == _summary(rows)
+    assert json.loads(paths["summary"].read_text()) == summary == {**_summary(rows), "cost": summary["cost"]}
     with paths["csv"].open() as f:
         table = list(csv.reader(f))
     assert table[0] == [
@@ -113,6 +115,7 @@ def test_report_files(tmp_path: Path) -> None:
         "state",
         "diverged",
         "wall_s",
+        "n_params",
         "trial",
         "wandb_id",
         "error",
@@ -121,7 +124,7 @@ def test_report_files(tmp_path: Path) -> None:
         "val/acc",
     ]
     assert len(table) == 1 + len(rows)
-    assert table[-1][9] == ""  # NaN metric of the running cell -> empty field
+    assert table[-1][10] == ""  # NaN metric of the running cell -> empty field
 
     md = paths["markdown"].read_text()
     assert "| no_pe | 3 | 1 |" in md  # n and diverged columns
@@ -136,7 +139,7 @@ def test_report_files(tmp_path: Path) -> None:
     for v in VARIANTS:
         assert v in page
     imgs = re.findall(r"<img src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)
-    assert len(imgs) == 1 + 2 * 2  # the metric plot + 2 layers x 2 variants
+    assert len(imgs) == 2 + 2 * 2  # the metric plot, the differences + 2 layers x 2 variants
     assert "entropy per head: 0.50, 1.50" in page
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
 
@@ -300,3 +303,34 @@ def test_a_broken_heads_json_is_a_config_error_naming_it(tmp_path: Path) -> None
     (tmp_path / "heatmaps" / "no_pe" / "seed0" / "heads.json").write_text("{truncated")
     with pytest.raises(ConfigError, match=r"seed0/heads.json is not valid JSON"):
         load_heads(tmp_path)
+
+
+def _cells(run: Path, values: dict[str, list[float]]) -> None:
+    lines = ["variant,seed,state,test/acc"]
+    lines += [f"{v},{s},complete,{x}" for v, xs in values.items() for s, x in enumerate(xs)]
+    (run / "results.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_compare_with_a_margin_says_whether_b_is_equivalent_to_a(tmp_path: Path) -> None:
+    a = _run(tmp_path, "a", {"baseline": 0.8, "no_pe": 0.5})
+    b = _run(tmp_path, "b", {"baseline": 0.8, "no_pe": 0.6})
+    base = [0.80, 0.81, 0.79, 0.82, 0.80, 0.78, 0.81]
+    _cells(a, {"baseline": base, "no_pe": [0.5] * 7})
+    _cells(
+        b,
+        {
+            "baseline": [
+                x + d for x, d in zip(base, [0.001, -0.001, 0.002, 0.0, -0.002, 0.001, 0.0], strict=True)
+            ],
+            "no_pe": [0.6] * 7,
+        },
+    )
+    c = compare(a, b, margin=0.01)
+    rows = {r[0]: r for r in c.equivalence}
+    assert rows["baseline"][1] == "7 paired" and rows["baseline"][3].startswith("equivalent (p TOST Holm")
+    assert rows["no_pe"][3].startswith("not shown")  # moved by +0.1, ten margins
+    assert "B equivalent to A within ±0.01?" in markdown(c) and "B equivalent to A within ±0.01?" in page(c)
+    assert compare(a, b).equivalence == [] and "within ±" not in markdown(compare(a, b))
+    (a / "results.csv").unlink()
+    with pytest.raises(ConfigError, match="results.csv is missing: --margin compares the cells"):
+        compare(a, b, margin=0.01)

@@ -77,7 +77,7 @@ def test_summary_document_and_results_csv(finished: tuple) -> None:
     # the package versions come right after the statistics' methods, the provenance last
     keys = list(summary)
     assert keys[: keys.index("versions") + 1] == [
-        "experiment", "metric", "direction", "baseline", "cells", "variants", "methods", "versions",
+        "experiment", "metric", "direction", "baseline", "cells", "variants", "design", "methods", "versions",
     ] and keys[-1] == "provenance"  # fmt: skip
     assert summary["versions"] == versions()
     assert summary["cells"] == {"total": 6, "complete": 5, "missing": ["no_pe/s2 (failed)"]}
@@ -121,7 +121,7 @@ def test_the_verdicts_lead_summary_and_report(finished: tuple) -> None:
     assert v["delta"] == pytest.approx(-0.4) and v["min_seeds"] == 6  # 1 comparison: 2 / 2^6 <= 0.05
     assert sentence.startswith("no_pe: not distinguishable from baseline on tiny (test/acc) at 2 seeds")
     assert "Δ -0.400 (no interval at these seeds)" in sentence
-    assert sentence.endswith("these seeds cannot reach p Holm <= 0.05: that needs at least 6.")
+    assert "these seeds cannot reach p Holm <= 0.05: that needs at least 6. No margin was given" in sentence
     md = (run_dir / "report.md").read_text().splitlines()
     assert md[0].startswith("# tiny") and md[1] == "" and md[2] == f"- **{sentence}**"
     page = (run_dir / "report.html").read_text()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -29,6 +30,10 @@ from tests.helpers.configs import TINY_BASE
 from tests.helpers.rows import cell_rows
 
 WHERE = "baseline on tiny (test/acc)"
+NO_MARGIN = (
+    " No margin was given, so this is not evidence of no effect (`margin:` in the spec, or "
+    "`ablate report --margin M`, tests equivalence within ±M)."
+)
 
 
 def summary(values: dict[str, list[float]], direction: str = "maximize", **kw: Any) -> dict[str, Any]:
@@ -43,6 +48,7 @@ def summary(values: dict[str, list[float]], direction: str = "maximize", **kw: A
     )
 
 
+DETECT = SimpleNamespace(seeds=41, share=0.62, effect=0.01, target=0.8)  # what power.seeds_to_detect gives
 # 8 seeds whose per-seed differences straddle 0: Hodges-Lehmann Δ +0.005, p 0.31
 BASE8 = [0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94]
 D8 = [0.01, -0.005, 0.02, -0.01, 0.015, 0.005, -0.002, 0.008]
@@ -75,13 +81,14 @@ def test_an_adaptive_comparison_that_stopped_early_says_its_delta_is_overstated(
 
 def test_too_few_seeds_to_decide_says_how_many_could() -> None:
     # 5 pairs all below: p = 2 / 32 > 0.05 whatever the values; no interval reaches 95 %
-    s = summary({"baseline": [0.9] * 5, "no_pe": [0.4] * 5})
-    assert verdict("no_pe", s, detect=40) == (
+    s = summary({"baseline": BASE8[:5], "no_pe": [b - 0.5 for b in BASE8[:5]]})
+    assert verdict("no_pe", s, detect=DETECT) == (
         f"no_pe: not distinguishable from {WHERE} at 5 seeds (Δ -0.500 (no interval at these seeds), "
         "p = 0.0625, p Holm = 0.0625); these seeds cannot reach p Holm <= 0.05: that needs at least 6."
+        + NO_MARGIN
     )  # a seeds-to-detect estimate would hide the real reason: it is not shown
-    two = summary({"baseline": [0.9] * 5, "a": [0.4] * 5, "b": [0.5] * 5})
-    assert verdict("a", two).endswith("that needs at least 7.")  # Holm over 2: 2 / 2^7 <= 0.025
+    two = summary({"baseline": BASE8[:5], "a": [0.4] * 5, "b": [0.5] * 5})
+    assert verdict("a", two).endswith("that needs at least 7." + NO_MARGIN)  # Holm over 2: 2 / 2^7 <= 0.025
 
 
 def test_undecided_with_enough_seeds_gives_the_seeds_to_detect() -> None:
@@ -90,13 +97,15 @@ def test_undecided_with_enough_seeds_gives_the_seeds_to_detect() -> None:
         f"no_pe: not distinguishable from {WHERE} at 8 seeds (Δ +0.005 [-0.005, +0.015] (96.1 %), "
         "p = 0.3125, p Holm = 0.3125)"
     )
-    assert verdict("no_pe", s, detect=41) == head + "; about 41 seeds would detect Δ +0.005 (power 0.8)."
-    assert (
-        verdict("no_pe", s, searched=50) == head + "; more than 50 seeds would be needed to detect Δ +0.005."
+    assert verdict("no_pe", s, detect=DETECT) == head + (
+        "; about 41 seeds would detect |Δ| = 0.010 (the margin) with power 0.8, enough in 62% of "
+        "simulated studies like this one." + NO_MARGIN
     )
-    assert verdict("no_pe", s) == head + "."
-    same = summary({"baseline": BASE8, "no_pe": BASE8})  # Δ = 0: nothing to detect
-    assert verdict("no_pe", same, detect=41).endswith("p = 1.0000, p Holm = 1.0000).")
+    none = SimpleNamespace(seeds=None, share=None, effect=0.01, target=0.8)
+    assert verdict("no_pe", s, detect=none) == head + (
+        "; more seeds than were searched would be needed to detect |Δ| = 0.010 (the margin)." + NO_MARGIN
+    )
+    assert verdict("no_pe", s) == head + "." + NO_MARGIN
 
 
 def test_no_comparison_says_why() -> None:
@@ -106,28 +115,33 @@ def test_no_comparison_says_why() -> None:
     )
 
 
-def test_the_headline_estimates_the_seeds_to_detect_only_where_the_seeds_could_decide() -> None:
-    spec = spec_from_dict(
-        {
-            "name": "tiny",
-            "base": TINY_BASE,
-            "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}},
-            "seeds": 8,
-        }
-    )
+def test_the_headline_estimates_the_seeds_to_detect_only_with_a_margin_where_the_seeds_could_decide() -> None:
+    raw = {
+        "name": "tiny",
+        "base": TINY_BASE,
+        "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}},
+        "seeds": 8,
+    }
     rows = cell_rows({"baseline": BASE8, "no_pe": NOISY8})
     s = summary({"baseline": BASE8, "no_pe": NOISY8})
+    (sentence,) = build.verdicts(spec_from_dict(raw), rows, s).values()
+    assert "would detect" not in sentence and sentence.endswith(NO_MARGIN)  # no margin: no seed count
+    spec = spec_from_dict({**raw, "margin": 0.02})
+    s = summary({"baseline": BASE8, "no_pe": NOISY8}, margins=spec.margins())
     (sentence,) = build.verdicts(spec, rows, s).values()
     pilot = fit("no_pe", NOISY8, BASE8, paired=True)
     assert pilot is not None and pilot.estimate == pytest.approx(s["variants"]["no_pe"]["delta"])
-    m = seeds_to_detect(pilot, alpha=0.05, max_seeds=build.DETECT_MAX_SEEDS)
-    # Δ / σ ≈ 0.46: a paired t-test would need ((1.96 + 0.84) / 0.46)² ≈ 37, signed-rank a few more
-    assert m is not None and 35 <= m <= 50
-    assert sentence.endswith(f"; about {m} seeds would detect Δ +0.005 (power 0.8).")
+    m = seeds_to_detect(pilot, effect=0.02, alpha=0.05, max_seeds=build.DETECT_MAX_SEEDS)
+    assert m.seeds is not None and m.share is not None
+    assert (
+        f"; about {m.seeds} seeds would detect |Δ| = 0.020 (the margin) with power 0.8, enough in "
+        in sentence
+    )
+    assert f"{m.share:.0%} of simulated studies" in sentence
     few = cell_rows({"baseline": BASE8[:5], "no_pe": NOISY8[:5]})
-    short = summary({"baseline": BASE8[:5], "no_pe": NOISY8[:5]})
+    short = summary({"baseline": BASE8[:5], "no_pe": NOISY8[:5]}, margins=spec.margins())
     (sentence,) = build.verdicts(spec, few, short).values()
-    assert sentence.endswith("that needs at least 6.") and "would detect" not in sentence
+    assert "that needs at least 6." in sentence and "would detect" not in sentence
 
 
 def test_verdict_lines_prefer_the_stored_sentences() -> None:

@@ -1,8 +1,11 @@
-"""``ablate power``: seeds needed for a target power, from a normal model fitted to a pilot.
+"""``ablate power``: seeds for a claim (detect Δ, show equivalence) from a normal model fitted to
+a pilot, and the share of pilots in which they are enough.
 
 The power is checked against what it must equal: the test's exact size at Δ = 0 (counted over
-every sign vector or split), an independent simulation that runs the test itself, and, with no
-spread, the fewest seeds at which the test can reject at all.
+every sign vector or split), an independent simulation that runs the test itself, the
+brute-force count of every average on the same draws, and, with no spread, the fewest seeds at
+which the test can reject at all. The search is checked against a seed-by-seed search, the
+crossing against the power on both sides of it, and the share against a simulation of pilots.
 """
 
 from __future__ import annotations
@@ -15,22 +18,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ablate.experiments.specs.spec_file import spec_from_dict
-from ablate.sweeps.report import power_table as table
-from ablate.sweeps.report.power_table import pilots
-from ablate.sweeps.stats.inference import mann_whitney, seeds_to_reject, signed_rank
-from ablate.sweeps.stats.power import DRAWS, Pilot, answer, fit, needed, power
-from ablate.sweeps.stats.rows import CellRow
-from tests.helpers.configs import TINY_BASE
-from tests.helpers.rows import cell_rows
-
-
-def spec(variants: dict) -> object:
-    return spec_from_dict({"name": "p", "base": TINY_BASE, "variants": {"baseline": {}, **variants}})
-
-
-def rows(base: list[float], **variants: list[float]) -> list[CellRow]:
-    return cell_rows({"baseline": base, **variants})
+from ablate.sweeps.stats import power as pw
+from ablate.sweeps.stats import simulation as sim
+from ablate.sweeps.stats.equivalence import tost
+from ablate.sweeps.stats.inference import kth, mann_whitney, null_cdf, seeds_to_reject, signed_rank
+from ablate.sweeps.stats.power import Pilot, answer, fit, needed, seeds_to_detect, seeds_to_show_equivalence
+from ablate.sweeps.stats.simulation import DRAWS, claim_power, crossing, equivalence_power, power
 
 
 def exact_size(paired: bool, n: int, alpha: float) -> float:
@@ -53,27 +46,63 @@ def exact_size(paired: bool, n: int, alpha: float) -> float:
         size = s
 
 
+def averages(paired: bool, x: np.ndarray, y: np.ndarray | None) -> np.ndarray:
+    """Every Walsh average (x_i + x_j) / 2, i <= j, or difference x_i - y_j, per row."""
+    if paired:
+        i, j = np.triu_indices(x.shape[1])
+        return (x[:, i] + x[:, j]) / 2
+    return (x[:, :, None] - y[:, None, :]).reshape(x.shape[0], -1)
+
+
+def brute_power(claim: str, paired: bool, n: int, value: float, alpha: float) -> float:
+    """The slow path: the claim's rule on every average of ``power``'s own simulated studies."""
+    k = kth(null_cdf(paired, n, n)[0], (1 if claim == "difference" else 2) * alpha)
+    if k == 0:
+        return 0.0
+    x, y = sim.studies(paired, n)
+    if claim == "difference":
+        a = averages(paired, x + value, y)
+        ok = ((a <= 0).sum(axis=1) <= k - 1) | ((a >= 0).sum(axis=1) <= k - 1)
+    else:
+        a = averages(paired, x, y)
+        ok = ((a <= -value).sum(axis=1) <= k - 1) & ((a >= value).sum(axis=1) <= k - 1)
+    return float(np.count_nonzero(ok)) / x.shape[0]
+
+
+def seed_by_seed(claim: str, paired: bool, value: float, alpha: float, max_seeds: int) -> int | None:
+    """The slow search: the first n, looked at one by one."""
+    return next(
+        (n for n in range(2, max_seeds + 1) if claim_power(claim, paired, n, value, alpha) >= 0.8), None
+    )
+
+
+def ask(claim: str, pilot: Pilot, value: float, max_seeds: int) -> pw.Detect:
+    """The claim's seeds for a pilot at alpha 0.025 (Holm over two comparisons)."""
+    if claim == "difference":
+        return seeds_to_detect(pilot, effect=value, alpha=0.025, max_seeds=max_seeds)
+    return seeds_to_show_equivalence(pilot, margin=value, alpha=0.025, max_seeds=max_seeds)
+
+
 # ---- no spread: the fewest seeds the test can reject with --------------------------------------
 
 
 def test_paired_all_equal_differences_need_six_seeds() -> None:
     """Every per-seed difference is -0.5: the smallest signed-rank p is 2/2^n, <= 0.05 from n = 6."""
-    (p,) = pilots(spec({"v": {"model.pe": "none"}}), rows([1.0] * 5, v=[0.5] * 5))
-    assert p.paired and p.estimate == pytest.approx(-0.5) and p.sd == 0 and p.n == 5
+    p = fit("v", [0.5] * 5, [1.0] * 5, paired=True)
+    assert p is not None and p.paired and p.estimate == pytest.approx(-0.5) and p.sd == 0 and p.n == 5
     assert power(True, 5, -math.inf, 0.05) == 0.0  # 2/32 > 0.05: no interval, no rejection
     assert power(True, 6, -math.inf, 0.05) == 1.0
-    a = answer(p, delta=None, target=0.8, alpha=0.05)
-    assert a.seeds == 6 == seeds_to_reject(True, 0.05) and a.seeds_range == (6, 6)
-    assert a.delta == pytest.approx(-0.5) and a.sigma == 0.0 and a.note
+    a = answer(p, effect=0.5, margin=None, target=0.8, alpha=0.05)
+    assert a.detect is not None and a.detect.seeds == 6 == seeds_to_reject(True, 0.05)
+    assert a.detect.share == 1.0 and a.sigma == 0.0 and a.note and a.equivalence is None
 
 
 def test_unpaired_all_tied_samples_need_four_seeds() -> None:
-    """A variant with its own data seed is unpaired: the smallest p is 2/C(2n, n), <= 0.05 from n = 4."""
-    (p,) = pilots(spec({"v": {"data.seed": 1}}), rows([1.0] * 5, v=[0.5] * 5))
-    assert not p.paired and p.estimate == pytest.approx(-0.5) and p.df == 8
+    """Unpaired, the smallest p is 2/C(2n, n), <= 0.05 from n = 4."""
+    p = fit("v", [0.5] * 5, [1.0] * 5, paired=False)
+    assert p is not None and not p.paired and p.estimate == pytest.approx(-0.5) and p.df == 8
     assert power(False, 3, math.inf, 0.05) == 0.0  # 2/20
-    a = answer(p, delta=None, target=0.8, alpha=0.05)
-    assert a.seeds == 4 == seeds_to_reject(False, 0.05)  # 2/70
+    assert seeds_to_detect(p, effect=0.5, alpha=0.05).seeds == 4 == seeds_to_reject(False, 0.05)  # 2/70
 
 
 # ---- the power itself -----------------------------------------------------------------------------
@@ -109,14 +138,84 @@ def test_power_matches_a_simulation_of_the_test_itself(paired: bool, n: int, eff
     assert power(paired, n, effect, 0.05) == got  # seeded
 
 
-def test_needed_is_the_first_n_reaching_the_target() -> None:
-    for paired, effect in ((True, 1.0), (False, 1.2)):
-        n = needed(paired, effect, target=0.8, alpha=0.05)
-        assert n is not None
-        assert power(paired, n, effect, 0.05) >= 0.8
-        assert all(power(paired, m, effect, 0.05) < 0.8 for m in range(2, n))
-        assert needed(paired, effect, target=0.8, alpha=0.05, max_seeds=n - 1) is None
+@pytest.mark.parametrize(("paired", "n", "margin"), [(True, 12, 0.9), (False, 14, 1.1)])
+def test_equivalence_power_matches_a_simulation_of_tost(paired: bool, n: int, margin: float) -> None:
+    """sweeps/stats/equivalence.py's rule on independent draws with no effect, at 2 alpha's interval."""
+    rng = np.random.default_rng(54321)
+    draws = 1500
+    hits = sum(
+        tost(rng.standard_normal(n), None if paired else rng.standard_normal(n), margin, alpha=0.05)[
+            "equivalent"
+        ]
+        for _ in range(draws)
+    )
+    sim = hits / draws
+    got = equivalence_power(paired, n, margin, 0.05)
+    assert 0.1 < got < 0.99
+    assert got == pytest.approx(sim, abs=4 * math.sqrt(sim * (1 - sim) * (1 / draws + 1 / DRAWS)))
+
+
+@pytest.mark.parametrize("claim", ["difference", "equivalence"])
+@pytest.mark.parametrize("paired", [True, False])
+def test_the_fast_count_is_the_brute_force_count(claim: str, paired: bool) -> None:
+    """The same studies, decided from sorted values (O(n log n)) and from every average: equal."""
+    for n in (3, 6, 13, 30):
+        for value in (-0.6, 0.0, 0.35, 1.2) if claim == "difference" else (0.2, 0.7, 1.6):
+            assert claim_power(claim, paired, n, value, 0.05) == brute_power(claim, paired, n, value, 0.05)
+
+
+def test_the_null_distributions_give_inferences_k() -> None:
+    for paired, ns in ((True, [*range(1, 40), 64, 120]), (False, range(1, 31))):
+        for n in ns:
+            for alpha in (0.1, 0.05, 0.025, 0.05 / 3, 0.01, 0.0625):
+                for claim, level in (("difference", alpha), ("equivalence", 2 * alpha)):
+                    assert sim.claim_k(claim, paired, n, alpha) == kth(null_cdf(paired, n, n)[0], level)
+
+
+def test_equivalence_power_rises_with_seeds_and_the_margin() -> None:
+    by_n = [equivalence_power(True, n, 0.6, 0.05) for n in (8, 16, 32, 64)]
+    assert by_n == sorted(by_n) and by_n[0] < 0.3 < 0.95 < by_n[-1]
+    by_margin = [equivalence_power(False, 20, m, 0.05) for m in (0.3, 0.6, 1.2)]
+    assert by_margin == sorted(by_margin) and by_margin[-1] > 0.9
+    assert equivalence_power(True, 5, 10.0, 0.025) == 0.0  # at 2 alpha = 0.05, 5 pairs have no interval
+    assert equivalence_power(True, 20, 0.0, 0.05) == 0.0  # nothing is inside (-0, +0)
+
+
+# ---- the search and the crossing -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("claim", ["difference", "equivalence"])
+@pytest.mark.parametrize("paired", [True, False])
+def test_the_search_finds_the_seed_by_seed_answer(claim: str, paired: bool) -> None:
+    for value in (0.55, 0.7, 0.9, 1.3, 2.2):
+        fast = needed(paired, value, target=0.8, alpha=0.025, max_seeds=70, claim=claim)  # type: ignore[arg-type]
+        assert fast == seed_by_seed(claim, paired, value, 0.025, 70), value
+    assert needed(True, 0.3, target=0.8, alpha=0.025, max_seeds=30) is None
     assert needed(True, math.inf, target=0.8, alpha=0.01) == seeds_to_reject(True, 0.01) == 8  # 2/256 <= 0.01
+
+
+def test_the_search_from_any_start_and_under_a_cap() -> None:
+    want = seed_by_seed("difference", True, 0.6, 0.05, 80)
+    assert want is not None and want > 20
+    for start in (2, 10, want - 1, want, 3 * want, 500):
+        assert needed(True, 0.6, target=0.8, alpha=0.05, max_seeds=80, start=start) == want
+    assert needed(True, 0.6, target=0.8, alpha=0.05, max_seeds=want - 1) is None
+    assert needed(True, 0.6, target=0.8, alpha=0.05, max_seeds=want) == want
+
+
+@pytest.mark.parametrize(
+    ("claim", "paired", "n"), [("difference", True, 9), ("difference", False, 25), ("equivalence", True, 30)]
+)
+def test_the_crossing_is_where_the_power_reaches_the_target(claim: str, paired: bool, n: int) -> None:
+    c = crossing(claim, paired, n, 0.05, 0.8)  # type: ignore[arg-type]
+    assert (
+        claim_power(claim, paired, n, c * (1 - 1e-9), 0.05)
+        < 0.8
+        <= claim_power(claim, paired, n, c * (1 + 1e-9), 0.05)
+    )
+    crossing.cache_clear()
+    assert crossing(claim, paired, n, 0.05, 0.8, near=c * 1.3) == c  # type: ignore[arg-type]
+    assert crossing("difference", True, 5, 0.05, 0.8) == math.inf  # no interval at 5 pairs
 
 
 # ---- the fitted model ----------------------------------------------------------------------------
@@ -150,32 +249,60 @@ def test_sigma_is_median_unbiased_and_its_limits_cover() -> None:
     assert unit[0.5] == pytest.approx(math.sqrt(df / stats.chi2.ppf(0.5, df)))
 
 
-def test_answer_range_curve_and_given_delta() -> None:
-    p = Pilot("v", True, -0.07, 0.02, 5, 6)
-    a = answer(p, delta=None, target=0.8, alpha=0.05)
-    assert a.delta == -0.07 and a.sigma == pytest.approx(p.sigma()) and a.note is None
-    low, high = a.seeds_range
-    assert a.seeds is not None and low is not None and high is not None
-    assert low <= a.seeds <= high  # smaller σ (its 10 % limit) needs no more seeds
-    assert a.seeds == needed(True, -0.07 / p.sigma(), target=0.8, alpha=0.05)
-    assert all(m <= a.seeds for m, _ in a.curve)
-    assert a.curve == [(m, power(True, m, -0.07 / p.sigma(), 0.05)) for m, _ in a.curve]
-    small = answer(p, delta=-0.02, target=0.8, alpha=0.05)
-    assert small.delta == -0.02 and small.seeds > a.seeds  # a smaller Δ needs more seeds
-    none = answer(p, delta=0.0, target=0.8, alpha=0.05)
-    assert none.seeds is None and none.seeds_range == (None, None) and none.curve == [] and none.note
+# ---- the answers and their shares ----------------------------------------------------------------
 
 
-def test_power_table_holds_each_comparison_to_alpha_over_k(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two comparisons: each at alpha / 2, so equal differences need the seeds of 0.025 (7)."""
-    found = rows([1.0] * 5, v=[0.5] * 5, w=[0.25] * 5)
-    monkeypatch.setattr(table, "collect_rows", lambda store: found)
-    sp = spec({"v": {"model.pe": "none"}, "w": {"data.seed": 2}})
-    out = table.power_table(sp, None, delta=None, target=0.8, alpha=0.05, max_seeds=50)
-    assert out["comparisons"] == 2 and out["alpha_per_comparison"] == 0.025
-    v, w = out["variants"]["v"], out["variants"]["w"]
-    assert v["test"] == "signed-rank" and w["test"] == "mann-whitney"
-    assert v["seeds_needed"] == seeds_to_reject(True, 0.025) == 7  # 2/128 <= 0.025 < 2/64
-    assert w["seeds_needed"] == seeds_to_reject(False, 0.025) == 5  # 2/252 <= 0.025 < 2/70
-    assert v["delta"] == pytest.approx(-0.5) and w["delta"] == pytest.approx(-0.75)
-    assert v["pilot_seeds"] == 5 and v["seeds_range_80"] == [7, 7]
+def test_seeds_to_detect_at_a_margin() -> None:
+    p = Pilot("v", True, -0.07, 0.02, 6, 7)
+    d = seeds_to_detect(p, effect=0.03, alpha=0.025, max_seeds=200)
+    assert d.seeds == needed(True, 0.03 / p.sigma(), target=0.8, alpha=0.025, max_seeds=200)
+    assert (
+        (d.effect, d.target) == (0.03, 0.8) and d.share is not None and 0.6 <= d.share < 1
+    )  # 10 seeds: rounds up
+    assert seeds_to_detect(p, effect=-0.03, alpha=0.025, max_seeds=200) == d  # a magnitude
+    small = seeds_to_detect(p, effect=0.015, alpha=0.025, max_seeds=200)
+    assert small.seeds is not None and small.seeds > d.seeds  # a smaller margin needs more seeds
+    assert seeds_to_detect(p, effect=0.015, alpha=0.025, max_seeds=small.seeds - 1) == pw.Detect(
+        None, None, 0.015, 0.8
+    )
+    assert seeds_to_detect(p, effect=0.0, alpha=0.025).seeds is None  # nothing to detect
+    eq = seeds_to_show_equivalence(p, margin=0.03, alpha=0.025, max_seeds=200)
+    assert eq.seeds == needed(
+        True, 0.03 / p.sigma(), target=0.8, alpha=0.025, max_seeds=200, claim="equivalence"
+    )
+    with pytest.raises(ValueError, match="margin must be > 0"):
+        seeds_to_show_equivalence(p, margin=0.0, alpha=0.025)
+
+
+@pytest.mark.parametrize(
+    ("claim", "paired", "value"),
+    [("difference", True, 0.9), ("equivalence", True, 0.9), ("difference", False, 1.3)],
+)
+def test_the_share_is_the_share_of_simulated_pilots_whose_answer_is_enough(
+    claim: str, paired: bool, value: float
+) -> None:
+    """Pilots drawn from the model the share assumes (σ = 1: the plug-in σ of the pilot asked),
+    each answered as the tool answers (the first n whose crossing lies below value / σ̂, checked
+    against the tool on some), counted enough when the power at the true σ reaches the target
+    there, or when it is told more than the max."""
+    df, cap, sims = (6 if paired else 12), 40, 20_000
+    one = Pilot("v", paired, 0.0, 1.0, df, 7).sigma(0.5)
+    pilot = Pilot("v", paired, 0.0, 1 / one, df, 7)  # its median-unbiased σ is 1
+    stated = ask(claim, pilot, value, cap)
+    table = np.array(
+        [math.inf, math.inf] + [crossing(claim, paired, n, 0.025, 0.8) for n in range(2, cap + 1)]
+    )  # type: ignore[arg-type]
+    s = np.sqrt(np.random.default_rng(99).chisquare(df, sims) / df)  # the pilots' s / σ
+    limits = value / (s * pilot.sigma() / pilot.sd)  # value / σ̂ of each simulated pilot
+    hit = table[None, :] < limits[:, None]
+    answers = np.where(hit.any(axis=1), hit.argmax(axis=1), cap + 1)
+    for r in range(5):
+        q = Pilot("v", paired, 0.0, float(s[r]), df, 7)
+        got = ask(claim, q, value, cap).seeds
+        assert got == (answers[r] if answers[r] <= cap else None)
+    enough = {
+        n: claim_power(claim, paired, n, value, 0.025) >= 0.8 for n in set(answers.tolist()) if n <= cap
+    }  # type: ignore[arg-type]
+    sim = float(np.mean([n > cap or enough[n] for n in answers]))
+    assert stated.share is not None and 0.55 < sim < 0.8
+    assert stated.share == pytest.approx(sim, abs=4 * math.sqrt(sim * (1 - sim) / sims))

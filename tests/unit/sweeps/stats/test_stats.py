@@ -147,6 +147,7 @@ def test_summary_schema_exact() -> None:
         "baseline",
         "cells",
         "variants",
+        "design",
         "methods",
     ]
     assert list(s["cells"]) == ["total", "complete", "missing"]

@@ -266,7 +266,7 @@ def test_summarize_missing_variant_seed_pairs_the_complete_cases() -> None:
     s = _summarize(rows)
     one, no_pe = s["variants"]["one_head"], s["variants"]["no_pe"]
     assert one["paired"] is True and one["test"] == "signed-rank"
-    assert one["pairing"] == "paired on seeds 0–3 (base's seed(s) 4 enter the unpaired test only)"
+    assert one["pairing"] == "paired on seeds 0–3 (base's seed(s) 4 enter the descriptive statistics only)"
     # differences -0.1, -0.05, 0, -0.15: one Walsh average at 0, 9 negative: 2 P(W+ <= 1) over n = 4
     d = [-0.1, -0.05, 0.0, -0.15]
     assert brute_signed_rank_ties_against(d) == Fraction(4, 16)
@@ -281,15 +281,22 @@ def test_summarize_missing_variant_seed_pairs_the_complete_cases() -> None:
 
 
 def test_summarize_baseline_missing_seed_and_data_override() -> None:
+    """A baseline cell still running (the live page) or failed leaves the design paired: the test
+    runs on the shared seeds and needs what a paired design needs, not Mann-Whitney's 5."""
     rows = [r for r in _shared_rows() if not (r.variant == "base" and r.seed == 0)]
     s = _summarize(rows)
     for name in ("no_pe", "one_head"):
-        assert s["variants"][name]["paired"] is False
-        assert s["variants"][name]["pairing"] == f"unpaired: base lacks seed(s) 0 of {name}"
-        assert s["variants"][name]["test"] == "mann-whitney"
+        v = s["variants"][name]
+        assert v["paired"] is True and v["test"] == "signed-rank"
         assert (
-            s["variants"][name]["min_seeds"] == seeds_to_reject(False, 0.05 / 2) == 5
-        )  # 2/252 <= 0.025 < 2/70
+            v["pairing"] == f"paired on seeds 1–4 ({name}'s seed(s) 0 enter the descriptive statistics only)"
+        )
+        assert v["min_seeds"] == seeds_to_reject(True, 0.05 / 2) == 7  # 2/128 <= 0.025 < 2/64
+        assert v["n"] == 5  # the variant's own statistics keep every seed
+    full = _summarize(_shared_rows())["variants"]["no_pe"]
+    shared = [r for r in _shared_rows() if r.seed != 0]
+    assert s["variants"]["no_pe"]["p_value"] == _summarize(shared)["variants"]["no_pe"]["p_value"] != None  # noqa: E711
+    assert full["n"] == 5
     s = _summarize(_shared_rows(), overrides={"no_pe": {"model.pe": "none"}, "one_head": {"data.seed": 3}})
     assert s["variants"]["no_pe"]["paired"] is True
     one = s["variants"]["one_head"]
