@@ -10,9 +10,12 @@
 
 Declare the module (or the .py file) under ``plugins:`` in the train config or the experiment
 spec, select it by name (``model.norm_layer: scalenorm``), and check it with
-``ablate check-component norm scalenorm --plugins my_norm.py``. The contracts:
-``PositionalEncoding`` (subclass it), ``Attention``, ``Norm``, ``FFN`` (Protocols), and
-``KeyedDropout``, the only randomness a component may use. The how-to page: your own component.
+``ablate check-component norm scalenorm --plugins my_norm.py``. The contracts, each documented
+on its class (``help(components.Attention)``: the arguments' shapes and dtypes, what ``pos``
+offers and when to call it, ``head_mask``, grouped-query attention): ``PositionalEncoding``
+(subclass it), ``Attention``, ``Norm``, ``FFN`` (Protocols), and ``KeyedDropout``, the only
+randomness a component may use. The how-to page: your own component; examples/ in the
+repository holds one of each (scalenorm.py, qknorm.py, t5bias.py).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Self-attention: the ``attention`` registry's contract and the built-in ``mha``.
 
-The contract (``Attention``): ``__init__(cfg)``; ``forward(x, keep, pos, *, need_weights,
-head_mask, key)`` with x (B, L, D), keep (B, L) bool (True = real token; padded keys must get no
-weight), ``pos`` the positional encoding (``pos.rotate(q, k)``, ``pos.bias(L, device, dtype)``),
-head_mask (H,) or None (scale each query head's output), ``key`` the dropout key (all randomness
-through ``KeyedDropout``); returns the output (B, L, D) and, with ``need_weights``, the
-probabilities (B, H, L, L) per query head, else None. Optional: ``check(cfg)``, and
-``for_stack(cfg)``: the config it needs inside a vmapped seed-parallel stack.
+The contract is ``Attention``'s docstring (``components.Attention``): ``__init__(cfg)``;
+``forward(x, keep, pos, *, need_weights, head_mask, key)`` -> the output (B, L, D) and, with
+``need_weights``, the probabilities (B, H, L, L) per query head, else None; the shapes and dtypes,
+what ``pos`` offers and when to call it, ``head_mask``, grouped-query attention, the randomness.
 
 ``mha``: multi-head attention (Vaswani et al. 2017, 3.2.2) with ``model.n_kv_heads`` key-value
 heads shared by groups of query heads (multi-query attention, Shazeer 2019; grouped-query
@@ -38,6 +35,52 @@ if TYPE_CHECKING:
 
 
 class Attention(Protocol):
+    """The ``attention`` contract: what the encoder calls, and what a study reads back.
+
+    ``__init__(cfg)``: the resolved ``ModelConfig``: ``d_model`` (D), ``n_heads`` (H),
+    ``head_dim`` (Dh = D / H), ``kv_heads`` (``n_kv_heads``, or H when null), ``attn_dropout``,
+    ``attn_impl``. Torch's generator is seeded before: draw the init from it, and keep no state
+    outside parameters and deterministic buffers (a seed-parallel stack shares member 0's
+    buffers). The encoder re-initialises every ``nn.Linear`` (N(0, init_std), bias 0) and
+    ``nn.Embedding``, and sets ``nn.LayerNorm`` / ``nn.RMSNorm`` gains to 1.
+
+    ``forward(x, keep, pos, *, need_weights=False, head_mask=None, key=None)``, every call:
+
+    - ``x``: (B, L, D) float, the block's input (normalized first with Pre-LN); L counts [CLS];
+    - ``keep``: (B, L) bool, True = real token, False = padding (always on the right). Padded
+      keys get no weight and add nothing to any real position; a padded query's row may hold
+      anything finite; an example with no real key must stay finite (``mha`` lets it attend to
+      every key);
+    - ``pos``: the ``PositionalEncoding`` of the config. Call both of its attention hooks on
+      every forward, whichever encoding is active (each is a no-op unless it acts inside
+      attention): ``q, k = pos.rotate(q, k)`` on the projected queries and keys, (B, H, L, Dh)
+      each, keys already expanded to the H query heads (RoPE); and
+      ``bias = pos.bias(L, x.device, scores.dtype)``, (H, L, L) or None, added to the scores
+      (B, H, L, L) before the key mask and the softmax (ALiBi). Never ``pos.add``: the encoder
+      did that;
+    - ``need_weights``: return the probabilities too;
+    - ``head_mask``: (H,) float or None: multiply query head h's output (B, H, L, Dh, before the
+      output projection) by ``head_mask[h]``: ones change nothing, 0 removes exactly head h
+      (Michel et al. 2019; the report's head importance);
+    - ``key``: the dropout key. Every random draw is a ``KeyedDropout(p)`` called with it (none in
+      eval mode); ``torch.rand*``, ``nn.Dropout`` and ``F.dropout`` fail in a seed-parallel stack.
+
+    Returns ``(y, probs)``: y (B, L, D) in x's dtype; with ``need_weights`` the probabilities
+    (B, H, L, L) per query head (heatmaps, entropy, probes read them): finite, >= 0, each row
+    summing to 1 over the keys, 0 on padded keys; else None. y is one function on every path:
+    with and without ``need_weights``, with ``attn_impl`` sdpa and eager.
+
+    Grouped-query attention (Ainslie et al. 2023): ``n_kv_heads`` < H, a divisor of H, asks for
+    ``cfg.kv_heads`` key-value heads, each serving H / kv_heads consecutive query heads
+    (``mha`` repeats them with ``repeat_interleave``); probabilities stay per query head. An
+    attention that does not share key-value heads refuses the field in ``check(cfg)``.
+
+    Optional, on the class: ``check(cfg)`` (classmethod: raise ``ConfigError`` for a config it
+    cannot serve), ``OPTIONS`` (the config fields only it reads), ``for_stack(cfg)`` (classmethod:
+    the config it needs inside a vmapped seed-parallel stack; ``mha``: the explicit path).
+    ``ablate check-component attention NAME`` checks every point above.
+    """
+
     def __call__(
         self,
         x: Tensor,

@@ -22,6 +22,12 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {"gelu": nn.GELU, "relu": nn.ReLU, "si
 
 
 class FFN(Protocol):
+    """The ``ffn`` contract: ``__init__(cfg)`` (``d_model``, ``d_ff``, ``activation``, ``dropout``);
+    ``forward(x, key=None)``: x (B, L, D) float -> (B, L, D), each position on its own (padding
+    never reaches a real position). Any dropout is a ``KeyedDropout(p)`` called with ``key``: no
+    other random draw. The encoder re-initialises every ``nn.Linear`` (N(0, init_std), bias 0)
+    and AdamW decays their weights (and nothing else)."""
+
     def __call__(self, x: Tensor, key: Tensor | None = None) -> Tensor: ...
 
 

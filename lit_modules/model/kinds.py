@@ -24,7 +24,12 @@ C = TypeVar("C", bound=type)
 
 
 def register(kind: str, name: str) -> Callable[[C], C]:
-    """Class decorator: ``cls`` is the ``kind`` component called ``name`` (lower case)."""
+    """Class decorator: ``cls`` is the ``kind`` component called ``name`` (lower case).
+
+    ``cls(cfg)`` is built with the resolved ``ModelConfig`` and keeps its kind's contract, the
+    docstring of ``PositionalEncoding`` (positional.py), ``Attention`` (attention.py), ``Norm``
+    (norms.py) or ``FFN`` (ffn.py); ``ablate check-component KIND NAME`` checks it.
+    """
     if kind not in KINDS:
         raise ConfigError(f"components.register: unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):

@@ -20,6 +20,13 @@ EPS = 1e-5  # both built-ins; torch.nn.TransformerEncoderLayer's LayerNorm defau
 
 
 class Norm(Protocol):
+    """The ``norm`` contract: ``__init__(cfg)`` (``cfg.d_model``); ``forward(x)``: x (B, L, D)
+    float -> (B, L, D) in x's dtype, each position on its own: no statistic over L or B, so
+    padding never reaches a real position. It gets no dropout key: no randomness. ``model.norm``
+    places it (Pre-LN: before each sublayer and once at the end; Post-LN: after each residual
+    sum); each site builds its own. The encoder sets ``nn.LayerNorm`` / ``nn.RMSNorm`` gains to 1
+    and re-initialises ``nn.Linear``; other parameters keep the init you give them."""
+
     def __call__(self, x: Tensor) -> Tensor: ...
 
 

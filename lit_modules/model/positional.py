@@ -50,7 +50,27 @@ if TYPE_CHECKING:
 
 
 class PositionalEncoding(nn.Module):
-    """The interface; as itself it is ``pe: none`` (no position information at all)."""
+    """The ``positional`` contract, each part a no-op by default; as itself it is ``pe: none``.
+
+    Subclass it and override what the encoding does. ``__init__(cfg)`` takes the resolved
+    ``ModelConfig`` (call ``super().__init__(cfg)``: it sets ``d_model``, ``n_heads``,
+    ``embed_rms``). On every forward, whichever encoding is active, the encoder calls ``add``
+    and every attention ``rotate`` and ``bias``:
+
+    - ``add(x)``: x (B, L, D) embeddings, [CLS] at position 0 included -> (B, L, D) with the
+      positional signal added (sinusoidal, learned); the encoder calls it once, before the blocks;
+    - ``rotate(q, k)``: q, k (B, H, L, Dh), keys expanded to the H query heads -> the same shapes,
+      rotated by position (RoPE); each attention calls it after projecting;
+    - ``bias(L, device, dtype)``: (H, L, L) added to every example's attention scores (row: the
+      query, column: the key), or None (ALiBi); each attention adds it before the key mask.
+
+    Positions are 0..L-1 with padding on the right: a real position's encoding must not depend
+    on L (a longer padded batch gives it the same). Parameters are trained like any other;
+    buffers must be deterministic (a seed-parallel stack shares member 0's), non-persistent
+    when they are recomputed. Class attributes: ``order_free`` (True only for an encoding that
+    gives no position information: the kit then checks the encoder is permutation-invariant),
+    ``max_positions(cfg)``, ``check(cfg)``, ``OPTIONS``.
+    """
 
     order_free = False  # True: the encoder stays permutation-invariant with it (pe: none)
 
