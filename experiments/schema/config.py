@@ -17,6 +17,7 @@ from ablate.experiments.schema.machine import check_isa
 from ablate.experiments.schema.parsing import as_mapping, parse_overrides
 from ablate.lit_modules.components.plugins import import_plugins
 from ablate.lit_modules.model.config import ModelConfig, OptimConfig
+from ablate.lit_modules.model.registry import is_reading
 from ablate.trees import flatten
 
 # Seeds reach numpy and Lightning, which take unsigned 32-bit seeds.
@@ -216,7 +217,7 @@ class TrainConfig:
         SEED_RANGE,
     )
     # Plugins (lit_modules/components/plugins.py): files made absolute, imported by from_dict
-    # before the sections.
+    # before the sections; not while reading results (registry.reading).
     plugins: tuple[str, ...] = setting(
         (),
         "modules or `.py` files (relative to this file) that register components of your own, "
@@ -239,9 +240,12 @@ class TrainConfig:
         self._check_lengths()
 
     def _check_lengths(self) -> None:
-        """Every input must fit the positional encoding (``max_positions``: the learned table's rows)."""
+        """Every input must fit the positional encoding (``max_positions``: the learned table's rows).
+        Not while reading results (registry.reading): the positional may be a plugin's."""
         from ablate.lit_modules.model.registry import get
 
+        if is_reading():
+            return
         limit = get("positional", self.model.pe).max_positions(self.model)
         longest = self.data.longest_input() + (self.model.pool == "cls")
         require(
@@ -290,7 +294,8 @@ class TrainConfig:
             isinstance(plugins, (list, tuple)) and all(isinstance(p, str) for p in plugins),
             f"plugins={short(plugins)} must be a list of module names or .py files",
         )
-        import_plugins(plugins)  # their components must be registered before the sections are checked
+        if not is_reading():  # reading results imports no plugin, and checks no component name
+            import_plugins(plugins)  # their components must be registered before the sections are checked
         sections = {}
         for name, section_cls in SECTIONS.items():
             values = as_mapping(raw.get(name), f"config section '{name}'")

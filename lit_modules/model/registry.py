@@ -23,10 +23,17 @@ plugins a config or spec declares (imported by lit_modules/components/plugins.py
 process that builds a model), and from installed packages that declare the entry-point group
 ``ablate.components`` (loaded when a name is not found otherwise). ``register`` and the tables
 live in kinds.py, which the components import: this module imports them, never the reverse.
+
+Reading results (``reading()``: ``ablate report``, ``power``, ``dashboard``, ...) builds a study's
+configs without importing its plugins, so there the components' names and checks are not looked
+up: the study checked them when it ran, and its plugins may be absent where its results are read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +43,46 @@ from ablate.lit_modules.model.kinds import CONFIG_KEYS, KINDS, TABLES, register
 if TYPE_CHECKING:
     from ablate.lit_modules.model.config import ModelConfig
 
-__all__ = ["CONFIG_KEYS", "KINDS", "active", "builtin_modules", "check_config", "get", "names", "register"]
+__all__ = [
+    "CONFIG_KEYS",
+    "KINDS",
+    "active",
+    "builtin_modules",
+    "check_config",
+    "get",
+    "is_reading",
+    "names",
+    "reading",
+    "register",
+]
 ENTRY_POINT_GROUP = "ablate.components"
 
 _state: dict[str, Any] = {"builtins": None, "entry_points": False}
 _entry_points: list[metadata.EntryPoint] = []
+_reading: ContextVar[bool] = ContextVar("ablate_reading", default=False)
+
+
+@contextmanager
+def reading() -> Iterator[None]:
+    """Within it, configs are built to read results, not to train: no plugin is imported
+    (experiments/schema/config.py) and no component is looked up or checked (``check_config``)."""
+    token = _reading.set(True)
+    try:
+        yield
+    finally:
+        _reading.reset(token)
+
+
+def is_reading() -> bool:
+    """Whether this code runs inside ``reading()``."""
+    return _reading.get()
+
+
+def _table(kind: str) -> dict[str, type]:
+    """The registered components of ``kind``; a ConfigError naming the kinds for another."""
+    if kind not in TABLES:
+        raise ConfigError(f"unknown component kind {kind!r}; the kinds are {', '.join(KINDS)}")
+    return TABLES[kind]
 
 
 def builtin_modules() -> frozenset[str]:
@@ -74,18 +116,20 @@ def loaded_entry_points() -> list[metadata.EntryPoint]:
 
 def names(kind: str) -> list[str]:
     """The registered ``kind`` components: built-ins, plugins imported so far, installed ones."""
+    table = _table(kind)
     builtin_modules()
     load_entry_points()
-    return sorted(TABLES[kind])
+    return sorted(table)
 
 
 def get(kind: str, name: str) -> type:
     """The ``kind`` component called ``name``; a ConfigError listing the registered ones."""
+    table = _table(kind)
     builtin_modules()
-    if name not in TABLES[kind]:
+    if name not in table:
         load_entry_points()
     try:
-        return TABLES[kind][name]
+        return table[name]
     except KeyError:
         raise ConfigError(
             f"model.{CONFIG_KEYS[kind]}={name!r} is not a registered {kind} component; registered: "
@@ -97,7 +141,7 @@ def get(kind: str, name: str) -> type:
 def is_builtin(kind: str, name: str) -> bool:
     """Whether the ``kind`` component ``name`` is one of the package's own."""
     modules = builtin_modules()
-    cls = TABLES[kind].get(name)
+    cls = _table(kind).get(name)
     return cls is not None and cls.__module__ in modules
 
 
@@ -108,7 +152,10 @@ def active(cfg: ModelConfig) -> dict[str, type]:
 
 def check_config(cfg: ModelConfig) -> None:
     """The components' own rules for ``cfg``: each active one's ``check``, and no option of an
-    inactive component changed from its default."""
+    inactive component changed from its default. None while ``reading()``: a study's configs were
+    checked when it ran, and reading them imports none of its plugins."""
+    if is_reading():
+        return
     chosen = active(cfg)
     for cls in chosen.values():
         check: Any = getattr(cls, "check", None)

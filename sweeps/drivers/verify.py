@@ -9,6 +9,8 @@ when every metric of its results.csv row is the same float to the bit (no value 
 counts as equal); otherwise its check lists each metric that moved. Floats agree only on the
 same numerics (experiments/schema/machine.py), so each check also carries the numerics the cell
 recorded (results.csv's ``numerics`` column; "not recorded" without one) and those of here.
+Before anything is imported, every plugin the study recorded must have the code it ran with
+(``check_plugins``): an edited one is exit 2 naming its file.
 """
 
 from __future__ import annotations
@@ -113,22 +115,42 @@ def locate(path: str | Path) -> tuple[Path, Path]:
 
 
 def read_spec(spec_path: Path) -> ExperimentSpec:
-    """The resolved spec in a run folder's spec.json or a committed ``<prefix>.spec.json``."""
-    from ablate.sweeps.ledger.run_folder import read_run_spec
-
-    if spec_path.name == "spec.json":
-        return read_run_spec(spec_path.parent)
-    # A committed prefix: the same checks as read_run_spec, on <prefix>.spec.json.
+    """The resolved spec in a run folder's spec.json or a committed ``<prefix>.spec.json``, to train
+    its cells again: its plugins checked against the hashes it recorded (``check_plugins``), then
+    imported."""
     from ablate.experiments.specs.spec import spec_from_resolved
-    from ablate.sweeps.ledger.run_folder import OPTIONAL, SPEC_FIELDS, read_json_object
+    from ablate.sweeps.ledger.run_folder import OPTIONAL, SPEC_FIELDS, read_json_object, read_run_spec
 
-    raw = read_json_object(spec_path, "a committed result", SPEC_FIELDS)
+    run_folder = spec_path.name == "spec.json"
+    raw = read_json_object(
+        spec_path, "a sweep run folder" if run_folder else "a committed result", SPEC_FIELDS
+    )
+    check_plugins(raw)
+    if run_folder:
+        return read_run_spec(spec_path.parent, reading=False)
+    # A committed prefix: the same checks as read_run_spec, on <prefix>.spec.json.
     if sum(not ov for ov in raw["variants"].values() if isinstance(ov, dict)) != 1:
         raise ConfigError(f"{spec_path}: variants must map names to overrides, exactly one of them empty")
     try:
-        return spec_from_resolved({k: v for k, v in raw.items() if not (k in OPTIONAL and v is None)})
+        return spec_from_resolved(
+            {k: v for k, v in raw.items() if not (k in OPTIONAL and v is None)}, reading=False
+        )
     except (KeyError, TypeError) as err:
         raise ConfigError(f"{spec_path} is not the spec.json of a sweep ({err!r})") from None
+
+
+def check_plugins(raw: dict) -> None:
+    """Every plugin a spec.json recorded (``plugin_sources``) must have the code its cells ran with,
+    checked before anything imports it: else a ConfigError naming its file (plugins.check_unchanged),
+    as a rerun with other code would say nothing about the recorded numbers."""
+    from ablate.lit_modules.components import plugins
+
+    entries = raw["base"].get("plugins")
+    declared = (
+        {plugins.name_of(e): e for e in entries if isinstance(e, str)} if isinstance(entries, list) else {}
+    )
+    for name, recorded in (raw.get("plugin_sources") or {}).items():
+        plugins.check_unchanged(declared.get(name, name), recorded)
 
 
 def read_rows(results: Path) -> tuple[list[dict[str, str]], list[str]]:

@@ -3,6 +3,8 @@
 ``report``, ``power``, ``aggregate``, ``compare`` and ``dashboard`` take folders by name; a
 wrong one (missing, a file, a search folder, a JSON file that is empty, truncated or not ours)
 is a ConfigError naming the file and what was expected, never a KeyError or JSONDecodeError.
+Reading a study's results imports none of its plugins (``open_run``: a RecordedSpec), so that
+nobody's code runs to read numbers and a folder reads the same where its plugins are absent.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ SPEC_FIELDS: dict[str, tuple[type, ...]] = {
     "adaptive": (dict, NONE),
     "seed_factors": (dict, NONE),
     "tuned": (dict, NONE),
+    "plugin_sources": (dict, NONE),
+    "data_sources": (dict, NONE),
 }
 OPTIONAL = {k for k, types in SPEC_FIELDS.items() if NONE in types}
 SUMMARY_FIELDS: dict[str, tuple[type, ...]] = {"variants": (dict,), "metric": (str,), "direction": (str,)}
@@ -74,8 +78,10 @@ def types_text(types: tuple[type, ...]) -> str:
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
-def read_run_spec(run_dir: Path) -> ExperimentSpec:
-    """The resolved spec a sweep wrote into ``run_dir/spec.json``."""
+def read_run_spec(run_dir: Path, *, reading: bool | None = None) -> ExperimentSpec:
+    """The resolved spec a sweep wrote into ``run_dir/spec.json``: to train its cells (its plugins
+    imported), or with ``reading`` (None: inside registry.reading()) to read its results, a
+    RecordedSpec that imports none (experiments/specs/spec.py ``spec_from_resolved``)."""
     path = run_dir / "spec.json"
     raw = read_json_object(path, "a sweep run folder", SPEC_FIELDS)
     bad_variants = [v for v, ov in raw["variants"].items() if not isinstance(ov, dict)]
@@ -87,7 +93,9 @@ def read_run_spec(run_dir: Path) -> ExperimentSpec:
     if raw["direction"] not in ("maximize", "minimize"):
         raise ConfigError(f"{path}: direction={raw['direction']!r}; expected 'maximize' or 'minimize'")
     # None stands for "not set" in to_dict(); spec_from_resolved reads a missing key the same way.
-    return spec_from_resolved({k: v for k, v in raw.items() if not (k in OPTIONAL and v is None)})
+    return spec_from_resolved(
+        {k: v for k, v in raw.items() if not (k in OPTIONAL and v is None)}, reading=reading
+    )
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
@@ -124,11 +132,12 @@ def study_storage(
 
 
 def open_run(run_dir: Path, storage: str | None = None) -> tuple[ExperimentSpec, CellStore]:
-    """Reopen a sweep's run folder (``report``, ``power``, ``aggregate``); its study must exist."""
+    """Reopen a sweep's run folder to read its results (``report``, ``power``, ``aggregate``, the
+    dashboard): its spec as recorded, no plugin imported; its study must exist."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "Using an existing study" line
-    spec = read_run_spec(run_dir)
+    spec = read_run_spec(run_dir, reading=True)
     rdb = study_storage(run_dir, spec.name, storage)
     return spec, retry_db(
         f"cannot open study {spec.name!r} in {storage_where(rdb)}", lambda: CellStore(spec, rdb)

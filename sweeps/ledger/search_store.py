@@ -32,10 +32,11 @@ def study_name(spec: ExperimentSpec, variant: str) -> str:
     return f"{spec.name}.search.{variant}"
 
 
-def search_identity(spec: ExperimentSpec) -> str:
-    """What makes search trials comparable: the grid's identity and the search minus its budget."""
+def search_identity(spec: ExperimentSpec, *, full_source: bool = False) -> str:
+    """What makes search trials comparable: the grid's identity and the search minus its budget
+    (``full_source``: the grid's identity as studies recorded it before, ExperimentSpec.identity)."""
     assert spec.search is not None
-    payload = {**spec.search.to_dict(), "trials": None, "grid": spec.identity()}
+    payload = {**spec.search.to_dict(), "trials": None, "grid": spec.identity(full_source=full_source)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -119,6 +120,8 @@ class SearchStore:
                 study.set_user_attr("settings", search_settings(spec))
                 study.set_user_attr("variant", v)
                 study.set_user_attr("identity", identity)
+            elif found != identity and found == search_identity(spec, full_source=True):
+                study.set_user_attr("identity", identity)  # its plugins unchanged, now hashed by their code
             elif found != identity:
                 # Studies from before "settings" was stored can only be named by their hash.
                 stored = study.user_attrs.get("settings")

@@ -187,7 +187,8 @@ def test_a_plugin_norm_sweeps_from_an_empty_folder(installed: Path, tmp_path: Pa
         yaml.safe_load((tmp_path / "agent" / "config.yaml").read_text())["model"]["norm_layer"] == "scalenorm"
     )
 
-    (tmp_path / "scalenorm.py").write_text((tmp_path / "scalenorm.py").read_text() + "\n# an edit\n")
+    # An edit of its code (one of a comment or docstring would resume: plugins.code_hash).
+    (tmp_path / "scalenorm.py").write_text((tmp_path / "scalenorm.py").read_text() + "\nEDITED = True\n")
     again = run([ablate, "sweep", "plug.yaml", "--no-wandb", "--runs", "runs"], tmp_path)
     assert again.returncode == 2, again.stdout + again.stderr
     assert "plugin_sources.scalenorm.py" in " ".join(again.stderr.split())
