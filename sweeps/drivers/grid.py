@@ -222,8 +222,12 @@ def _next_round(spec: ExperimentSpec, store: CellStore) -> ExperimentSpec | None
     store.study.set_user_attr("rounds", rounds)
     if grown is None:
         reason = "every comparison decided" if not undecided else f"max seeds ({spec.adaptive.max}) reached"
-        if uninformative:
-            reason += f" ({', '.join(uninformative)}: stopped by the design check, see the report)"
+        if uninformative:  # counted as decided: more seeds cannot make such a design answer
+            others = (
+                reason if undecided else "the others decided" if len(uninformative) < len(verdicts) else ""
+            )
+            reason = f"the design check stopped {', '.join(uninformative)} (see its verdict)"
+            reason += f"; {others}" if others else ""
         store.study.set_user_attr("stop_reason", reason)
     else:
         store.study.set_user_attr("extra_seeds", {v: list(s) for v, s in grown.extra_seeds.items()})

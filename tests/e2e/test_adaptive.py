@@ -19,8 +19,16 @@ from tests.helpers.sweeps import run_sweep
 
 @pytest.mark.multiprocess
 def test_adaptive_sweep_runs_rounds_until_max_and_resumes(tmp_path: Path) -> None:
-    # 3 training steps: every variant sits near chance, so no comparison separates.
-    write_spec(tmp_path, seeds={"min": 2, "max": 4, "step": 2}, heatmap_seeds=[0])
+    # 3 training steps: every variant sits near chance, so no comparison separates. On the loss
+    # (no ceiling, no chance level) the design check lets every round run; on the accuracy it
+    # would stop no_pe after the first look (tests/unit/sweeps/drivers/test_adaptive.py).
+    write_spec(
+        tmp_path,
+        seeds={"min": 2, "max": 4, "step": 2},
+        heatmap_seeds=[0],
+        metric="test/loss",
+        direction="minimize",
+    )
     proc = run_sweep(tmp_path, "--no-wandb")
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = tmp_path / "runs" / "tiny"
@@ -35,8 +43,9 @@ def test_adaptive_sweep_runs_rounds_until_max_and_resumes(tmp_path: Path) -> Non
     assert [r["undecided"] for r in summary["rounds"]] == [["no_pe"], ["no_pe"]]
     no_pe = summary["variants"]["no_pe"]
     assert summary["rounds"][-1]["p_seq"]["no_pe"] == no_pe["p_seq"] == min(1.0, 2 * no_pe["p_value"])
-    assert summary["verdicts"]["no_pe"].endswith(
-        "these seeds cannot reach p Holm <= 0.05: that needs at least 7."
+    assert (
+        "these seeds cannot reach p Holm <= 0.05: that needs at least 7. No margin was given"
+        in (summary["verdicts"]["no_pe"])
     )
     assert [r["seeds"] for r in summary["rounds"]] == [
         {"baseline": 2, "no_pe": 2},
@@ -57,3 +66,18 @@ def test_adaptive_sweep_runs_rounds_until_max_and_resumes(tmp_path: Path) -> Non
     assert json.loads((run_dir / "summary.json").read_text())["rounds"] == summary["rounds"]
     log = "".join(p.read_text() for p in (run_dir / "logs").glob("worker-*.log"))
     assert log.count(": done") == 8  # each cell ran once
+
+
+@pytest.mark.multiprocess
+def test_adaptive_seeds_stop_a_comparison_the_design_check_marks_uninformative(tmp_path: Path) -> None:
+    """3 steps leave both variants at chance on the accuracy: after the first look the design
+    check stops no_pe, so no seeds are added that could not make the design answer."""
+    write_spec(tmp_path, seeds={"min": 2, "max": 4, "step": 2}, heatmap_seeds=[0])
+    proc = run_sweep(tmp_path, "--no-wandb")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "runs" / "tiny" / "summary.json").read_text())
+    assert [r["uninformative"] for r in summary["rounds"]] == [["no_pe"]]
+    assert summary["stop_reason"] == "the design check stopped no_pe (see its verdict)"
+    assert "; the design cannot answer: baseline " in summary["verdicts"]["no_pe"]
+    assert "that needs at least" not in summary["verdicts"]["no_pe"]
+    assert summary["cells"] == {"total": 4, "complete": 4, "missing": []}
