@@ -100,6 +100,8 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
         with contextlib.ExitStack() as stack:
             tmps = [stack.enter_context(atomic_dir(d)) for d in dirs]
             results = run_cells(cfgs[0], seeds, tmps, loggers=loggers)
+            if _terminated:  # a SIGTERM whose KeyboardInterrupt was lost: these cells are interrupted
+                raise KeyboardInterrupt
         artifacts = open_artifacts(run_dir)
         for i, (trial, result, logger, cell_dir) in enumerate(
             zip(trials, results, loggers, dirs, strict=True)
@@ -124,6 +126,18 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
     except BaseException as err:
         end_runs(trials, loggers, told, ended, err)
         raise
+
+
+_terminated = False  # set by on_terminate: the KeyboardInterrupt it raises can be lost
+
+
+def on_terminate(signum: int, frame: object) -> None:
+    """SIGTERM: Ctrl-C's KeyboardInterrupt, remembered. Python swallows an exception raised
+    while a finalizer runs (a weakref callback of SQLAlchemy's, during a cell's set-up: "Exception
+    ignored in ..."), so ``run_claimed`` checks ``_terminated`` once the cells return as well."""
+    global _terminated
+    _terminated = True
+    raise KeyboardInterrupt
 
 
 def end_runs(
@@ -283,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     studies = [(read_run_spec(d), d, args.storage or default_storage(d)) for d in dirs]
     # SLURM's scancel and job time limits send SIGTERM: handle it as Ctrl-C, so the running
     # cell is marked interrupted and requeued at once, not after its heartbeat's grace period.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, on_terminate)
     try:
         work(
             studies,
