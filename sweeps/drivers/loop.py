@@ -338,6 +338,10 @@ def run_workers(
     else:
         handles = _start_jobs(command, run_dir, workers, url, launcher, watch.title)
         logs = run_dir / "jobs"
+    # SIGTERM (kill, scancel, a CI timeout) stops the workers as Ctrl-C does; left to its default
+    # it would end this process alone and leave the workers training.
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
     try:
         show = _watch_bar if console.is_terminal else _watch_lines
         show(handles, watch.poll, watch.title, watch.total)
@@ -352,6 +356,9 @@ def run_workers(
             markup=False,
         )
         raise
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
     bad = [h for h in handles if h.failed()]
     if bad:  # paths and URLs are printed as text: a '[' in them is not rich markup
         console.print(f"{len(bad)} worker(s) exited with errors; see {logs}", markup=False, style="yellow")

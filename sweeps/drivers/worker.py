@@ -297,7 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     studies = [(read_run_spec(d), d, args.storage or default_storage(d)) for d in dirs]
     # SLURM's scancel and job time limits send SIGTERM: handle it as Ctrl-C, so the running
     # cell is marked interrupted and requeued at once, not after its heartbeat's grace period.
-    signal.signal(signal.SIGTERM, on_terminate)
+    # Ctrl-C too, explicitly: a worker started from a non-interactive shell's background job
+    # inherits SIGINT ignored, and would not hear the driver pass Ctrl-C (or SIGTERM) on to it.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_terminate)
     try:
         work(
             studies,

@@ -184,6 +184,44 @@ def test_sigterm_to_a_worker_marks_its_cell_interrupted(tmp_path: Path) -> None:
     assert len(interrupted) == 1 and interrupted[0].state == TrialState.FAIL
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a non-interactive shell's `cmd &` starts it
+
+
+def test_sigterm_to_the_driver_stops_its_workers_even_with_sigint_ignored(tmp_path: Path) -> None:
+    """`kill DRIVER` (or a CI timeout) on a sweep started in the background of a script, where
+    SIGINT is ignored from the start: the driver stops its workers as on Ctrl-C, and they hear it,
+    instead of the driver dying alone and its workers training on."""
+    write_spec(tmp_path, base={**TINY_BASE, "trainer": {"max_steps": 400, "log_every": 50}}, seeds=2)
+    out = tmp_path / "runs"
+    driver = subprocess.Popen(
+        sweep_cmd(tmp_path, out, "--workers", "1", "--grace", "600"),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ignore_sigint,
+    )
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        time.sleep(0.5)
+        if (out / "tiny" / "spec.json").exists() and any(
+            t.state == TrialState.RUNNING for ts in trials_by_cell(out / "tiny").values() for t in ts
+        ):
+            break
+    else:
+        driver.kill()
+        pytest.fail("no cell was ever running")
+    workers = Path(f"/proc/{driver.pid}/task/{driver.pid}/children").read_text().split()
+    driver.send_signal(signal.SIGTERM)
+    out_text, err = driver.communicate(timeout=120)
+    assert driver.returncode != 0 and "interrupted: finished work is stored" in out_text + err, err[-2000:]
+    assert workers and not [w for w in workers if Path(f"/proc/{w}").exists()]  # none left training
+    trials = [t for ts in trials_by_cell(out / "tiny").values() for t in ts]
+    assert TrialState.RUNNING not in [t.state for t in trials]
+    assert [t.state for t in trials if t.user_attrs.get("interrupted")] == [TrialState.FAIL]
+
+
 def test_nan_run_is_recorded_as_diverged(tmp_path: Path) -> None:
     """A variant whose loss becomes non-finite is recorded as diverged, the sweep goes on,
     and the report counts it."""
