@@ -40,20 +40,7 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
     splits = study_splits(store)
 
     def stats(metric: str, compare: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
-        return summarize(
-            rows,
-            experiment=spec.name,
-            metric=metric,
-            direction=spec.direction,
-            baseline=spec.baseline,
-            variants=list(spec.variants),
-            seeds=spec.all_seeds(),
-            overrides=spec.variants,  # pairing: a variant that changes the data is compared unpaired
-            looks=spec.adaptive.looks if spec.adaptive else 1,
-            compare=compare,
-            margins=spec.margins(),
-            chance=chance_of(metric, splits["sets"]),
-        )
+        return spec_summary(spec, rows, splits, metric, compare)
 
     summary = stats(spec.metric, spec.compare)  # between variants: on the primary metric only
     summary["versions"] = versions()
@@ -92,20 +79,37 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
     return summary
 
 
-def design_check(spec: ExperimentSpec, rows: list[CellRow], splits: dict[str, Any]) -> dict[str, Any]:
-    """summary.json's ``design`` (sweeps/stats/design.py) of the study's rows, as its report has it
-    (``splits``: ``study_splits``): what ``ablate power`` consults before it sizes a comparison."""
+def spec_summary(
+    spec: ExperimentSpec,
+    rows: Sequence[CellRow],
+    splits: dict[str, Any],
+    metric: str | None = None,
+    compare: Sequence[tuple[str, str]] = (),
+) -> dict[str, Any]:
+    """``summarize`` of the study's rows on ``metric`` (default: the spec's) as its report has it:
+    the spec's variants, seeds, pairing, looks and margins, and the chance rate of ``splits``
+    (``study_splits``)."""
+    metric = metric or spec.metric
     return summarize(
         rows,
         experiment=spec.name,
-        metric=spec.metric,
+        metric=metric,
         direction=spec.direction,
         baseline=spec.baseline,
         variants=list(spec.variants),
-        overrides=spec.variants,
-        compare=spec.compare,
-        chance=chance_of(spec.metric, splits["sets"]),
-    )["design"]
+        seeds=spec.all_seeds(),
+        overrides=spec.variants,  # pairing: a variant that changes the data is compared unpaired
+        looks=spec.adaptive.looks if spec.adaptive else 1,
+        compare=compare,
+        margins=spec.margins(),
+        chance=chance_of(metric, splits["sets"]),
+    )
+
+
+def design_check(spec: ExperimentSpec, rows: list[CellRow], splits: dict[str, Any]) -> dict[str, Any]:
+    """summary.json's ``design`` (sweeps/stats/design.py) of the study's rows, as its report has it:
+    what ``ablate power`` consults before it sizes a comparison."""
+    return spec_summary(spec, rows, splits, compare=spec.compare)["design"]
 
 
 def study_splits(store: CellStore) -> dict[str, Any]:

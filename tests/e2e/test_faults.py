@@ -150,6 +150,19 @@ def test_sigint_stops_cleanly_then_resumes(tmp_path: Path) -> None:
     assert json.loads((out / "tiny" / "summary.json").read_text())["cells"]["complete"] == 4
 
 
+def wait_until_a_cell_runs(driver: subprocess.Popen, out: Path) -> None:
+    """Until a cell of ``out``'s study "tiny" is RUNNING (at most 240 s; else the driver is killed)."""
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        time.sleep(0.5)
+        if (out / "tiny" / "spec.json").exists() and any(
+            t.state == TrialState.RUNNING for ts in trials_by_cell(out / "tiny").values() for t in ts
+        ):
+            return
+    driver.kill()
+    pytest.fail("no cell was ever running")
+
+
 def test_sigterm_to_a_worker_marks_its_cell_interrupted(tmp_path: Path) -> None:
     """SIGTERM (SLURM's scancel and time limit) to a worker mid-cell: the worker marks its cell
     FAIL "interrupted" at once and exits, so the next run takes the cell without waiting for its
@@ -163,16 +176,7 @@ def test_sigterm_to_a_worker_marks_its_cell_interrupted(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        time.sleep(0.5)
-        if (out / "tiny" / "spec.json").exists() and any(
-            t.state == TrialState.RUNNING for ts in trials_by_cell(out / "tiny").values() for t in ts
-        ):
-            break
-    else:
-        driver.kill()
-        pytest.fail("no cell was ever running")
+    wait_until_a_cell_runs(driver, out)
     workers = Path(f"/proc/{driver.pid}/task/{driver.pid}/children").read_text().split()
     assert len(workers) == 1, workers
     os.kill(int(workers[0]), signal.SIGTERM)
@@ -202,16 +206,7 @@ def test_sigterm_to_the_driver_stops_its_workers_even_with_sigint_ignored(tmp_pa
         text=True,
         preexec_fn=_ignore_sigint,
     )
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        time.sleep(0.5)
-        if (out / "tiny" / "spec.json").exists() and any(
-            t.state == TrialState.RUNNING for ts in trials_by_cell(out / "tiny").values() for t in ts
-        ):
-            break
-    else:
-        driver.kill()
-        pytest.fail("no cell was ever running")
+    wait_until_a_cell_runs(driver, out)
     workers = Path(f"/proc/{driver.pid}/task/{driver.pid}/children").read_text().split()
     driver.send_signal(signal.SIGTERM)
     out_text, err = driver.communicate(timeout=120)
