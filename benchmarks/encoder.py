@@ -37,9 +37,9 @@ class TorchReferenceClassifier(nn.Module):
             dropout=cfg.dropout,
             activation=cfg.activation,
             batch_first=True,
-            norm_first=cfg.norm == "pre",
+            norm_first=cfg.block == "pre",
         )
-        final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else None
+        final_norm = nn.LayerNorm(cfg.d_model) if cfg.block == "pre" else None
         self.encoder = nn.TransformerEncoder(layer, cfg.n_layers, norm=final_norm, enable_nested_tensor=False)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:

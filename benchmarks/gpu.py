@@ -66,7 +66,7 @@ def _train_rate(cfg: ModelConfig, batch: int, length: int, *, steps: int, warmup
     return {
         "steps_s": steps / (time.perf_counter() - t0),
         "max_memory_allocated_mb": torch.cuda.max_memory_allocated() / 2**20,
-        "flops_per_token": flops_per_token(model, length + (cfg.pool == "cls")),
+        "flops_per_token": flops_per_token(model, length + cfg.cls_token),
     }
 
 
@@ -76,7 +76,7 @@ def gpu_throughput(cfg: ModelConfig, *, batch_sizes: tuple[int, ...], steps: int
     name = torch.cuda.get_device_name()
     peak = bf16_peak(name)
     length = 32  # + [CLS] = 33 tokens per sequence
-    seq = length + (cfg.pool == "cls")
+    seq = length + cfg.cls_token
     runs = []
     for batch in batch_sizes:
         r = _train_rate(cfg, batch, length, steps=steps, warmup=warmup)

@@ -27,6 +27,8 @@ from ablate.errors import ConfigError
 
 @components.register("attention", "qknorm")
 class QKNormAttention(nn.Module):
+    Options = components.KVHeadsOptions  # model.attention_options.n_kv_heads, as mha's
+
     def __init__(self, cfg) -> None:  # cfg: the resolved ModelConfig
         super().__init__()
         self.n_heads, self.kv_heads, self.head_dim = cfg.n_heads, cfg.kv_heads, cfg.head_dim
@@ -40,7 +42,9 @@ class QKNormAttention(nn.Module):
     @classmethod
     def check(cls, cfg) -> None:
         if cfg.n_heads % cfg.kv_heads:
-            raise ConfigError(f"model.n_kv_heads={cfg.n_kv_heads} must divide model.n_heads={cfg.n_heads}")
+            raise ConfigError(
+                f"model.attention_options.n_kv_heads={cfg.n_kv_heads} must divide model.n_heads={cfg.n_heads}"
+            )
 
     def forward(
         self,

@@ -173,14 +173,47 @@ LATER_DEFAULTS: dict[str, Any] = {
 
 
 def without_later_defaults(config: dict[str, Any]) -> dict[str, Any]:
-    """A config mapping (``TrainConfig.to_dict()``) without the LATER_DEFAULTS keys at their default."""
-    out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    """A config mapping (``TrainConfig.to_dict()``) as studies recorded it before later keys, so
+    that a study made before them still resumes: a renamed key under its first name
+    (``model.block`` is ``model.norm``; ``model.pe_options.form`` is ``model.alibi``), a built-in
+    component's options at their defaults left out, and the LATER_DEFAULTS keys at their default."""
+    out = as_first_recorded(config)
     for key, default in LATER_DEFAULTS.items():
         section, _, name = key.rpartition(".")
         holder = out.get(section) if section else out
         field_name = name if section else key
         if isinstance(holder, dict) and field_name in holder and holder[field_name] == default:
             del holder[field_name]
+    return out
+
+
+def as_first_recorded(config: dict[str, Any]) -> dict[str, Any]:
+    """A config mapping with its model keys as first recorded: renamed keys under their first
+    names, a built-in component's options at their defaults left out."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    if isinstance(out.get("model"), dict):
+        out["model"] = _model_as_first_recorded(out["model"])
+    return out
+
+
+def _model_as_first_recorded(model: dict[str, Any]) -> dict[str, Any]:
+    from ablate.lit_modules.model.registry import CONFIG_KEYS, OPTIONS_KEYS, option_defaults
+
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in model.items()}
+    for old, new in ModelConfig.ALIASES.items():
+        field, _, sub = new.partition(".")
+        if not sub:
+            if field in out:
+                out[old] = out.pop(field)
+        elif isinstance(out.get(field), dict):
+            out[old] = out[field].pop(sub, ModelConfig.ALIAS_DEFAULTS[old])
+    for kind, field in OPTIONS_KEYS.items():
+        given = out.get(field)
+        if isinstance(given, dict):
+            name = out.get(CONFIG_KEYS[kind])
+            defaults = option_defaults(kind, name) if isinstance(name, str) else None
+            if not given or (defaults is not None and given == {k: defaults[k] for k in given}):
+                del out[field]
     return out
 
 
@@ -247,7 +280,7 @@ class TrainConfig:
         if is_reading():
             return
         limit = get("positional", self.model.pe).max_positions(self.model)
-        longest = self.data.longest_input() + (self.model.pool == "cls")
+        longest = self.data.longest_input() + self.model.cls_token
         require(
             limit is None or longest <= limit,
             f"model.pe={self.model.pe!r} has model.max_len={limit} positions but inputs reach "
@@ -277,8 +310,15 @@ class TrainConfig:
         return SeedStreams(init=init, order=order, numerics=level, dropout=init * n + order)
 
     def flat(self) -> dict[str, Any]:
-        """``{"model.d_model": 64, ..., "seed": 0}``: for W&B, Optuna and CSV."""
-        return flatten(self.to_dict(), depth=1)  # the dotted override keys: section.field
+        """``{"model.d_model": 64, ..., "model.attention_options.n_kv_heads": None, "seed": 0}``:
+        the dotted override keys, one per option of a component, for W&B, Optuna and CSV."""
+        out: dict[str, Any] = {}
+        for key, value in flatten(self.to_dict(), depth=1).items():  # the override keys: section.field
+            if key.endswith("_options") and isinstance(value, dict) and value:  # and each option
+                out.update({f"{key}.{name}": v for name, v in value.items()})
+            else:
+                out[key] = value
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:
@@ -298,7 +338,7 @@ class TrainConfig:
             import_plugins(plugins)  # their components must be registered before the sections are checked
         sections = {}
         for name, section_cls in SECTIONS.items():
-            values = as_mapping(raw.get(name), f"config section '{name}'")
+            values = renamed(name, as_mapping(raw.get(name), f"config section '{name}'"))
             valid = [f.name for f in dataclasses.fields(section_cls)]
             bad = [k for k in values if k not in valid]
             require(
@@ -331,6 +371,52 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
             f"unknown config key {key!r}; keys look like section.name with section in {sorted(SECTIONS)}, "
             "or 'seed', 'plugins'"
         )
+    holder = raw.setdefault(section, {})
+    if name in getattr(SECTIONS[section], "ALIASES", {}):
+        _set_alias(section, holder, name, value, replace=True)
+        return
+    name, _, option = name.partition(".")  # model.norm_layer_options.eps: one option
     valid = [f.name for f in dataclasses.fields(SECTIONS[section])]
     require(name in valid, f"unknown config key {key!r}; valid {section} keys: {', '.join(valid)}")
-    raw.setdefault(section, {})[name] = value
+    if option:
+        require(
+            name.endswith("_options"),
+            f"config key {key!r}: only a component's options (model.<key>_options.NAME) take a third part",
+        )
+        holder[name] = {**(holder.get(name) or {}), option: value}
+    else:
+        holder[name] = value
+
+
+def renamed(section: str, values: dict[str, Any]) -> dict[str, Any]:
+    """A section's mapping with each older key name (its class's ``ALIASES``) under its new one,
+    which may be an option (``model.n_kv_heads`` -> ``model.attention_options.n_kv_heads``)."""
+    out = dict(values)
+    for old in getattr(SECTIONS[section], "ALIASES", {}):
+        if old in out:
+            _set_alias(section, out, old, out.pop(old))
+    return out
+
+
+def _set_alias(section: str, holder: dict[str, Any], old: str, value: Any, *, replace: bool = False) -> None:
+    """``holder[section.old] = value`` at the key ``old`` now has (``ALIASES``); unless
+    ``replace`` (an override), a config that gives both keys must give one value."""
+    cls = SECTIONS[section]
+    field, _, sub = cls.ALIASES[old].partition(".")
+    if not sub:
+        require(
+            replace or field not in holder or holder[field] == value,
+            f"{section}.{old} is the older name of {section}.{field}; give one of them, not both",
+        )
+        holder[field] = value
+        return
+    options = dict(holder.get(field) or {})
+    if value == cls.ALIAS_DEFAULTS[old]:  # what it meant before the option existed: nothing
+        options.pop(sub, None)
+    else:
+        require(
+            replace or options.get(sub, value) == value,
+            f"{section}.{old} is the older name of {section}.{field}.{sub}; give one of them, not both",
+        )
+        options[sub] = value
+    holder[field] = options

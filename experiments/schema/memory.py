@@ -34,7 +34,7 @@ def training_bytes(cfg: TrainConfig, vocab_size: int | None = None) -> int:
     """The estimate of the module docstring, in bytes, for one cell (a seed-parallel stack of K
     cells needs K times it)."""
     m, d = cfg.model, cfg.data
-    length = d.longest_input() + (m.pool == "cls")
+    length = d.longest_input() + m.cls_token
     tokens = d.batch_size * length
     activations = m.n_layers * tokens * (12 * m.d_model + m.d_ff) * 4
     scores = m.n_layers * d.batch_size * m.n_heads * length * length * 4

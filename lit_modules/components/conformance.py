@@ -11,12 +11,15 @@ after those whose failure would make it fail too, so the first FAIL names the ca
   ``vmap(randomness="error")`` (so any random draw but ``KeyedDropout``'s fails), and after three
   AdamW steps the member of seed 1 is bit-identical in a stack of seeds (0, 1) and one of (1, 2).
   Before the comparisons below, which a random draw breaks too;
+- inputs unchanged: the component writes into none of its arguments (a norm's or a block's
+  input is the residual stream; the tensors' version counters, so an in-place no-op counts too);
+- batch independence: a row's logits are the same alone (batch 1), in a batch of 2 and of 3;
 - padding: a copy of the batch padded to a longer length gives the same logits;
 - permutation: with ``pe: none`` (or the component itself, for an ``order_free`` encoding) the
   encoder is permutation-invariant: shuffling an example's real tokens leaves its logits;
 - attention only (conformance_attention.py): probabilities (at init and after training),
   positional encodings (every registered one; RoPE and ALiBi must reach the output), head mask,
-  grouped-query attention (when its ``check`` admits ``model.n_kv_heads``);
+  grouped-query attention (when it has an ``n_kv_heads`` option and admits a value);
 - fused vs explicit: ``attn_impl: sdpa`` and ``eager`` (and the probabilities path) agree;
 - state dict: a second model loading the first's state dict gives the same logits;
 
@@ -50,7 +53,14 @@ from ablate.lit_modules.model.config import ModelConfig
 from ablate.lit_modules.model.encoder import PAD_ID, EncoderClassifier
 
 __all__ = ["Result", "batch", "check", "checks", "diff", "model", "tiny_config"]
-DEFAULTS = {"positional": "sinusoidal", "attention": "mha", "norm": "layernorm", "ffn": "mlp"}
+DEFAULTS = {
+    "positional": "sinusoidal",
+    "attention": "mha",
+    "norm": "layernorm",
+    "ffn": "mlp",
+    "block": "pre",
+    "pooling": "cls",
+}
 RANDOMNESS = "keyed randomness, stack independence"
 
 
@@ -81,11 +91,71 @@ def _component_shapes(kind: str, cfg: ModelConfig, m: EncoderClassifier, x: Tens
     if kind == "attention":
         y, probs = block.attn(x, mask, m.pe, need_weights=True)
         return [("attention(x)", y, x.shape), ("probabilities", probs, (3, cfg.n_heads, 7, 7))]
+    if kind == "block":
+        y, probs = block(x, mask, m.pe, need_weights=True)
+        return [("block(x)", y, x.shape), ("probabilities", probs, (3, cfg.n_heads, 7, 7))]
+    if kind == "pooling":
+        return [("pool(x, keep)", m.pool(x, mask), (3, cfg.d_model))]
     q = torch.randn(3, cfg.n_heads, 7, cfg.head_dim)
     rq, rk = m.pe.rotate(q, q.clone())
     want = [("add(x)", m.pe.add(x), x.shape), ("rotate(q, k)", rq, q.shape), ("rotate(q, k)", rk, q.shape)]
     bias = m.pe.bias(7, x.device, x.dtype)
     return want + ([("bias(L)", bias, (cfg.n_heads, 7, 7))] if bias is not None else [])
+
+
+def _component_inputs(kind: str, cfg: ModelConfig, m: EncoderClassifier) -> list[tuple[str, Callable, tuple]]:
+    """(call, the component's entry point, its tensor arguments) for the ``kind`` component of ``m``."""
+    x, mask = torch.randn(3, 7, cfg.d_model), batch()[1]
+    pe, block = m.pe, m.blocks[0]
+    if kind == "positional":
+        q = torch.randn(3, cfg.n_heads, 7, cfg.head_dim)
+        return [("add(x)", pe.add, (x,)), ("rotate(q, k)", pe.rotate, (q, q.clone()))]
+    if kind == "norm":
+        return [("norm(x)", block.norm1, (x,))]
+    if kind == "ffn":
+        return [("ffn(x, key)", lambda x: block.ffn(x, None), (x,))]
+    if kind == "attention":
+        return [("attention(x, keep, pos)", lambda x, k: block.attn(x, k, pe, need_weights=True), (x, mask))]
+    if kind == "block":
+        return [("block(x, keep, pos)", lambda x, k: block(x, k, pe, need_weights=True), (x, mask))]
+    return [("pool(x, keep)", m.pool, (x, mask))]
+
+
+def inputs_unchanged(kind: str, cfg: ModelConfig) -> Result:
+    """No in-place write to an input: a norm's or block's input is the residual stream."""
+    m = model(cfg).train()
+    for what, call, args in _component_inputs(kind, cfg, m):
+        before = [(a._version, a.clone()) for a in args]
+        with torch.no_grad():
+            call(*args)
+        for i, (a, (version, copy)) in enumerate(zip(args, before, strict=True)):
+            if a._version != version or not torch.equal(a, copy):
+                return Result(
+                    "inputs unchanged", False,
+                    f"{what} writes into its argument {i} in place (max |Δ| {diff(a, copy):.2e}): "
+                    "the caller still uses it (a norm's or a block's input is the residual stream); "
+                    "compute out of place (x * s, not x.mul_(s))",
+                )  # fmt: skip
+    return Result("inputs unchanged", True, "no argument written in place")
+
+
+def batch_independence(cfg: ModelConfig) -> Result:
+    """Each example on its own: a row's logits do not depend on the batch it comes in (1 or 2 rows)."""
+    m = model(cfg).eval()
+    ids, mask = batch()
+    worst = 0.0
+    with torch.no_grad():
+        full = m(ids, mask).logits
+        for rows in ([0], [2], [1, 2]):
+            d = diff(full[rows], m(ids[rows], mask[rows]).logits)
+            if d > TOLERANCE:
+                return Result(
+                    "batch independence", False,
+                    f"rows {rows} alone (batch {len(rows)}) vs in the batch of 3: max |Δ logits| {d:.2e}: "
+                    "the output depends on the batch (its size or a statistic over it); treat each example on its own",
+                )  # fmt: skip
+            worst = max(worst, d)
+    return Result("batch independence", True, f"batches of 1 and 2 vs 3: max |Δ logits| {worst:.2e}")
 
 
 # What keeps padding away from real positions, by kind: the hint of a padding FAIL.
@@ -94,15 +164,22 @@ PADDING_HINTS = {
     "norm": "normalize each position on its own, never over the sequence",
     "ffn": "transform each position on its own, never mix the sequence",
     "positional": "a position's encoding must not depend on the input's length",
+    "block": "pass keep to the attention and mix positions nowhere else",
+    "pooling": "padded positions (keep False) must not change the pooled vector",
 }
 
 
-def padding(kind: str, cfg: ModelConfig) -> Result:
+def pools(kind: str, name: str) -> tuple[str, ...]:
+    """The poolings a whole-model check runs under: the component itself, for a pooling."""
+    return (name,) if kind == "pooling" else ("cls", "mean")
+
+
+def padding(kind: str, name: str, cfg: ModelConfig) -> Result:
     ids, mask = batch(7)
     longer_ids = torch.cat([ids, torch.full((3, 4), PAD_ID)], dim=1)  # (3, 11)
     longer_mask = torch.cat([mask, torch.zeros(3, 4, dtype=torch.bool)], dim=1)
     worst = 0.0
-    for pool in ("cls", "mean"):
+    for pool in pools(kind, name):
         m = model(dataclasses.replace(cfg, pool=pool)).eval()
         with torch.no_grad():
             d = diff(m(ids, mask).logits, m(longer_ids, longer_mask).logits)
@@ -113,7 +190,11 @@ def padding(kind: str, cfg: ModelConfig) -> Result:
                 f"positions ({PADDING_HINTS[kind]})",
             )  # fmt: skip
         worst = max(worst, d)
-    return Result("padding", True, f"pool cls and mean, padded from 7 to 11: max |Δ logits| {worst:.2e}")
+    return Result(
+        "padding",
+        True,
+        f"pool {' and '.join(pools(kind, name))}, padded from 7 to 11: max |Δ logits| {worst:.2e}",
+    )
 
 
 def permutation(kind: str, name: str, cfg: ModelConfig) -> Result:
@@ -131,14 +212,14 @@ def permutation(kind: str, name: str, cfg: ModelConfig) -> Result:
         keep = perm[perm < n]
         shuffled[row, :n] = ids[row, keep]
     worst = Result("permutation", True)
-    for pool in ("cls", "mean"):
+    for pool in pools(kind, name):
         m = model(dataclasses.replace(cfg, pool=pool)).eval()
         with torch.no_grad():
             r = same("permutation", m(ids, mask).logits, m(shuffled, mask).logits)
         if not r.ok:
             return Result("permutation", False, f"pool {pool}: {r.detail} after shuffling the real tokens")
         worst = r
-    return Result("permutation", True, f"pe none, pool cls and mean: {worst.detail}")
+    return Result("permutation", True, f"pe none, pool {' and '.join(pools(kind, name))}: {worst.detail}")
 
 
 def fused_explicit(kind: str, cfg: ModelConfig) -> Result:
@@ -240,7 +321,16 @@ def check(kind: str, name: str) -> list[Result]:
         model(cfg)
     except Exception as err:  # noqa: BLE001 (whatever the component raises is the finding)
         return [Result("builds", False, f"{type(err).__name__}: {err}")]
-    results = [Result("builds", True, f"model.{registry.CONFIG_KEYS[kind]}={name!r} in a tiny encoder")]
+    field = registry.OPTIONS_KEYS[kind]
+    options = ", ".join(f"{k}={v!r}" for k, v in getattr(cfg, field).items())
+    results = [
+        Result(
+            "builds",
+            True,
+            f"model.{registry.CONFIG_KEYS[kind]}={name!r} in a tiny encoder"
+            + (f"; its options (model.{field}): {options}" if options else "; it has no options"),
+        )
+    ]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: more intra-op threads only add synchronisation
     try:
@@ -259,7 +349,9 @@ def checks(kind: str, name: str, cfg: ModelConfig) -> list[tuple[str, Callable[[
     first: list[tuple[str, Callable[[], Result]]] = [
         ("shapes", lambda: shapes(kind, cfg)),
         (RANDOMNESS, lambda: keyed_randomness(cfg)),
-        ("padding", lambda: padding(kind, cfg)),
+        ("inputs unchanged", lambda: inputs_unchanged(kind, cfg)),
+        ("batch independence", lambda: batch_independence(cfg)),
+        ("padding", lambda: padding(kind, name, cfg)),
         ("permutation", lambda: permutation(kind, name, cfg)),
     ]
     own: list[tuple[str, Callable[[], Result]]] = [

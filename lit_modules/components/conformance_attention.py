@@ -15,7 +15,7 @@
 - fused vs explicit (a part of conformance.py's check): the component alone, under every
   encoding, gives one output with ``attn_impl`` sdpa and eager, with and without ``need_weights``
   (the encoder at init, with its small weights, hardly sees a wrong scale on one path);
-- grouped-query attention: when its ``check`` admits ``model.n_kv_heads`` < ``n_heads``, it
+- grouped-query attention: when it has the option ``n_kv_heads`` and admits one < ``n_heads``, it
   builds with it, keeps the shapes, does not compute exactly what it computes without it (that
   is ignoring the field), and keeps padding and probabilities as it does without it.
 
@@ -77,7 +77,7 @@ def _model_problem(m: nn.Module, ids: Tensor, mask: Tensor, cfg: ModelConfig) ->
     """The first problem of any layer's probabilities in the encoder ``m``; None: none."""
     with torch.no_grad():
         layers = m(ids, mask, return_attention=True).attentions
-    keep = torch.cat([mask.new_ones(3, 1), mask], dim=1) if cfg.pool == "cls" else mask  # (B, L')
+    keep = torch.cat([mask.new_ones(3, 1), mask], dim=1) if cfg.cls_token else mask  # (B, L')
     L = keep.shape[1]
     for i, probs in enumerate(layers):
         if tuple(probs.shape) != (3, cfg.n_heads, L, L):
@@ -209,9 +209,9 @@ def _head_mask_problem(full: Tensor, ones: Tensor, off: Tensor, parts: list[Tens
 def grouped_query(cfg: ModelConfig) -> Result:
     what, kv = "grouped-query attention", cfg.n_heads // 2
     try:
-        cfg_g = dataclasses.replace(cfg, n_kv_heads=kv)
+        cfg_g = dataclasses.replace(cfg, attention_options={**cfg.attention_options, "n_kv_heads": kv})
     except ConfigError as err:
-        return Result(what, None, f"model.n_kv_heads={kv} is refused by its check: {err}")
+        return Result(what, None, f"model.attention_options.n_kv_heads={kv} is refused: {err}")
     plain, grouped = attention(cfg), attention(cfg_g)
     pos = positional(cfg, "none")
     x, keep = inputs(cfg)
@@ -225,8 +225,8 @@ def grouped_query(cfg: ModelConfig) -> Result:
     if _same_function(plain, grouped, x, keep, pos):
         return Result(
             what, False,
-            f"n_kv_heads={kv} takes the weights of n_kv_heads null and computes the same: it ignores model.n_kv_heads; "
-            "share each key-value head among n_heads / n_kv_heads query heads, or refuse the field in check(cfg)",
+            f"n_kv_heads={kv} takes the weights of n_kv_heads null and computes the same: it ignores its n_kv_heads option; "
+            "share each key-value head among n_heads / n_kv_heads query heads, or refuse the value in check(cfg)",
         )  # fmt: skip
     problem = probability_problem(probs, keep)
     if problem and not probability_problem(probs0, keep):

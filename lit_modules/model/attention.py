@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Protocol
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ablate.errors import require
+from ablate.errors import Range, require
 from ablate.lit_modules.model.dropout import KeyedDropout
-from ablate.lit_modules.model.kinds import register
+from ablate.lit_modules.model.kinds import option, options, register
 from ablate.lit_modules.model.positional import PositionalEncoding
 
 if TYPE_CHECKING:
@@ -93,8 +93,24 @@ class Attention(Protocol):
     ) -> tuple[Tensor, Tensor | None]: ...
 
 
+# Grouped-query attention: Shazeer 2019 (multi-query); Ainslie et al. 2023 (GQA).
+@options
+class KVHeadsOptions:
+    """The option of an attention with grouped key-value heads (``mha``'s; a plugin that shares
+    key-value heads declares ``Options = components.KVHeadsOptions`` and reads ``cfg.kv_heads``)."""
+
+    n_kv_heads: int | None = option(
+        None,
+        "key-value heads (grouped-query attention); null: one per query head; 1: multi-query; "
+        "must divide n_heads (`model.n_kv_heads` is its older name)",
+        Range(1, 1024),
+    )
+
+
 @register("attention", "mha")
 class MultiHeadAttention(nn.Module):
+    Options = KVHeadsOptions
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.n_heads = cfg.n_heads
@@ -112,7 +128,7 @@ class MultiHeadAttention(nn.Module):
     def check(cls, cfg: ModelConfig) -> None:
         require(
             cfg.n_heads % cfg.kv_heads == 0,
-            f"model.n_kv_heads={cfg.n_kv_heads} must divide model.n_heads={cfg.n_heads} (each key-value "
+            f"model.attention_options.n_kv_heads={cfg.n_kv_heads} must divide model.n_heads={cfg.n_heads} (each key-value "
             f"head serves a group of query heads); valid: {[h for h in range(1, cfg.n_heads + 1) if cfg.n_heads % h == 0]}",
         )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ablate.errors import Range, documented, require, setting, validate_fields
 from ablate.lit_modules.model.registry import check_config
@@ -23,6 +23,11 @@ class ModelConfig:
     """The encoder classifier. ``vocab_size`` and ``n_classes`` come from the data."""
 
     SECTION = "model"
+    # Older names of keys, still accepted in configs, specs and overrides (experiments/schema/config.py).
+    ALIASES = {"norm": "block", "alibi": "pe_options.form", "n_kv_heads": "attention_options.n_kv_heads"}
+    # An older key moved into a component's options, at the value it had before the option
+    # existed: a config that gives it there means nothing (a study recorded alibi: symmetric always).
+    ALIAS_DEFAULTS = {"alibi": "symmetric", "n_kv_heads": None}
 
     # Each field: default, its meaning to a user (docs/pages/reference/config.md), valid range.
     d_model: int = setting(64, "model width", Range(1, 8192))
@@ -38,15 +43,17 @@ class ModelConfig:
         "positional encoding: a registered positional component (built in: `none`, `sinusoidal`, "
         "`learned`, `rope`, `alibi`)",
     )
-    # Directional ALiBi's halves mask keys to one side of the query (positional.py).
-    alibi: Literal["symmetric", "directional"] = setting(
-        "symmetric",
-        "with `pe: alibi`: −m·|i−j| for every head, or even heads look left and odd heads right",
+    block: str = setting(
+        "pre",
+        "the residual arrangement of each layer: a registered block component (built in: `pre`, "
+        "Pre-LN `x + f(LN(x))` with a final norm; `post`, Post-LN `LN(x + f(x))`; `sandwich`; "
+        "`parallel` attention + FFN; `rezero`); `model.norm` is its older name, still accepted",
     )
-    norm: Literal["pre", "post"] = setting(
-        "pre", "Pre-LN `x + f(LN(x))` with a final LayerNorm, or Post-LN `LN(x + f(x))`"
+    pool: str = setting(
+        "cls",
+        "pooling: a registered pooling component (built in: `cls` token, masked `mean`, masked "
+        "`max`, learned `attention` pooling)",
     )
-    pool: Literal["cls", "mean"] = setting("cls", "[CLS] token or masked mean over real tokens")
     attn_impl: Literal["sdpa", "eager"] = setting(
         "sdpa",
         "fused `scaled_dot_product_attention` or the explicit path (heatmaps always use the explicit path)",
@@ -69,7 +76,7 @@ class ModelConfig:
     )
     norm_layer: str = setting(
         "layernorm",
-        "the normalization layer (`model.norm` places it): a registered norm component "
+        "the normalization layer (`model.block` places it): a registered norm component "
         "(built in: `layernorm`, `rmsnorm`)",
     )
     ffn: str = setting(
@@ -77,13 +84,19 @@ class ModelConfig:
         "feed-forward block: a registered ffn component (built in: `mlp`, `glu` at the `mlp`'s "
         "parameter count)",
     )
-    # Grouped-query attention: Shazeer 2019 (multi-query); Ainslie et al. 2023 (GQA).
-    n_kv_heads: int | None = setting(
-        None,
-        "key-value heads of `attention: mha` (grouped-query attention); null: one per query "
-        "head; 1: multi-query; must divide n_heads",
-        Range(1, 1024),
+    # Each component's own options (kinds.options): model.<key>_options, checked and filled in with
+    # the defaults of the component the config names (registry.resolve_options).
+    pe_options: dict = setting(
+        doc="options of the `pe` component (e.g. `rope`: `base`; `alibi`: `form`)", factory=dict
     )
+    attention_options: dict = setting(
+        doc="options of the `attention` component (`mha`: `n_kv_heads`, grouped-query attention)",
+        factory=dict,
+    )
+    norm_layer_options: dict = setting(doc="options of the `norm_layer` component", factory=dict)
+    ffn_options: dict = setting(doc="options of the `ffn` component", factory=dict)
+    block_options: dict = setting(doc="options of the `block` component", factory=dict)
+    pool_options: dict = setting(doc="options of the `pool` component", factory=dict)
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -95,11 +108,32 @@ class ModelConfig:
         check_config(self)  # the components' own rules (lit_modules/model/registry.py)
 
     @property
+    def cls_token(self) -> bool:
+        """Whether the encoder prepends a [CLS] token: its pooling reads one (``uses_cls``)."""
+        from ablate.lit_modules.model.registry import get
+
+        return bool(getattr(get("pooling", self.pool), "uses_cls", False))
+
+    @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
 
+    def options(self, kind: str) -> Any:
+        """The options of this config's ``kind`` component: its ``Options``, as this config sets them."""
+        from ablate.lit_modules.model.kinds import CONFIG_KEYS, OPTIONS_KEYS
+        from ablate.lit_modules.model.registry import get
+
+        options = get(kind, getattr(self, CONFIG_KEYS[kind])).Options
+        return options(**getattr(self, OPTIONS_KEYS[kind]))
+
+    @property
+    def n_kv_heads(self) -> int | None:
+        """``attention_options.n_kv_heads`` (null where the attention has no such option)."""
+        return self.attention_options.get("n_kv_heads")
+
     @property
     def kv_heads(self) -> int:
+        """Key-value heads: ``n_kv_heads``, or one per query head."""
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
     @property

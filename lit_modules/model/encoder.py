@@ -1,7 +1,9 @@
 """The encoder classifier: embed, [CLS], positional encoding, blocks, pool, head.
 
-``EncoderBlock`` reproduces ``torch.nn.TransformerEncoderLayer`` (norm_first=False/True)
-given the same weights; ``tests/unit/lit_modules/model/test_model.py`` proves it.
+Each kind's component comes from its registry (lit_modules/model/registry.py): the blocks
+(``model.block``: blocks.py; ``pre`` and ``post`` reproduce ``torch.nn.TransformerEncoderLayer``
+with norm_first=True/False given the same weights, tests/unit/lit_modules/model/test_model.py),
+their attention, ffn and norms, the positional encoding and the pooling (pooling.py).
 """
 
 from __future__ import annotations
@@ -14,51 +16,12 @@ import torch
 from torch import Tensor, nn
 
 from ablate.lit_modules.model.dropout import KeyedDropout, number_sites
-from ablate.lit_modules.model.positional import PositionalEncoding
 from ablate.lit_modules.model.registry import get
 
 if TYPE_CHECKING:
     from ablate.lit_modules.model.config import ModelConfig
 
 PAD_ID = 0
-
-
-class EncoderBlock(nn.Module):
-    """Post-LN (Vaswani et al. 2017) or Pre-LN (Xiong et al. 2020) residual block, of the
-    attention, norm and ffn components the config names (lit_modules/model/registry.py)."""
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.pre_norm = cfg.norm == "pre"
-        self.attn = get("attention", cfg.attention)(cfg)
-        self.ffn = get("ffn", cfg.ffn)(cfg)
-        self.norm1 = get("norm", cfg.norm_layer)(cfg)
-        self.norm2 = get("norm", cfg.norm_layer)(cfg)
-        # Residual dropout, one site each: the two sublayers get independent masks.
-        self.drop_attn = KeyedDropout(cfg.dropout)
-        self.drop_ffn = KeyedDropout(cfg.dropout)
-
-    def forward(
-        self,
-        x: Tensor,
-        keep: Tensor,
-        pos: PositionalEncoding,
-        *,
-        need_weights: bool = False,
-        head_mask: Tensor | None = None,
-        key: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """x: (B, L, D), keep: (B, L) bool -> (B, L, D) and probabilities (B, H, L, L) or None."""
-        kw = {"need_weights": need_weights, "head_mask": head_mask, "key": key}
-        if self.pre_norm:
-            a, probs = self.attn(self.norm1(x), keep, pos, **kw)
-            x = x + self.drop_attn(a, key)
-            x = x + self.drop_ffn(self.ffn(self.norm2(x), key), key)
-        else:
-            a, probs = self.attn(x, keep, pos, **kw)
-            x = self.norm1(x + self.drop_attn(a, key))
-            x = self.norm2(x + self.drop_ffn(self.ffn(x, key), key))
-        return x, probs
 
 
 @dataclass
@@ -74,14 +37,17 @@ class EncoderClassifier(nn.Module):
         self.embed_scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
         self.embed_rms = cfg.embed_rms  # the positional scale rule uses it
         self.embed = nn.Embedding(vocab_size, cfg.d_model, padding_idx=PAD_ID)
-        # [CLS] (Devlin et al. 2019) at position 0; mean pooling has none.
-        self.cls = nn.Parameter(torch.zeros(1, 1, cfg.d_model)) if cfg.pool == "cls" else None
+        # [CLS] (Devlin et al. 2019) at position 0, for a pooling that reads it.
+        self.cls = nn.Parameter(torch.zeros(1, 1, cfg.d_model)) if cfg.cls_token else None
         self.pe = get("positional", cfg.pe)(cfg)
         self.dropout = KeyedDropout(cfg.dropout)
-        self.blocks = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
+        block = get("block", cfg.block)
+        self.blocks = nn.ModuleList(block(cfg) for _ in range(cfg.n_layers))
         # Pre-LN leaves the residual stream un-normalised; a final norm closes it.
-        self.norm = get("norm", cfg.norm_layer)(cfg) if cfg.norm == "pre" else nn.Identity()
+        self.norm = get("norm", cfg.norm_layer)(cfg) if block.final_norm else nn.Identity()
         self.head = nn.Linear(cfg.d_model, n_classes)
+        # Registered after the head, so that a pooling's parameters leave the others' init as it was.
+        self.pool = get("pooling", cfg.pool)(cfg)
         self._init_weights()
         number_sites(self)
 
@@ -133,11 +99,5 @@ class EncoderClassifier(nn.Module):
             if probs is not None:
                 attentions.append(probs)
         x = self.norm(x)  # (B, L', D)
-
-        if self.cls is not None:
-            pooled = x[:, 0]  # (B, D)
-        else:
-            # Mean over real tokens only; an all-pad example divides by 1, not 0.
-            w = keep.to(x.dtype).unsqueeze(-1)  # (B, L, 1)
-            pooled = (x * w).sum(dim=1) / w.sum(dim=1).clamp(min=1.0)
+        pooled = self.pool(x, keep)  # (B, D)
         return EncoderOutput(self.head(pooled), tuple(attentions) if return_attention else None)

@@ -37,13 +37,13 @@ the position of a real token.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import torch
 from torch import Tensor, nn
 
-from ablate.errors import require
-from ablate.lit_modules.model.kinds import register
+from ablate.errors import Range, require
+from ablate.lit_modules.model.kinds import option, options, register
 
 if TYPE_CHECKING:
     from ablate.lit_modules.model.config import ModelConfig
@@ -175,12 +175,19 @@ class LearnedPositional(PositionalEncoding):
 
 @register("positional", "rope")
 class RotaryPositional(PositionalEncoding):
-    """RoPE (Su et al. 2021), rotate-half convention, base 10000: q.k depends on i - j only."""
+    """RoPE (Su et al. 2021), rotate-half convention: q.k depends on i - j only."""
+
+    @options
+    class Options:
+        base: float = option(
+            10000.0, "the frequencies' base: pair j turns by position / base^(2j / head_dim)", Range(1, 1e9)
+        )
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__(cfg)
         head_dim = cfg.head_dim  # even (check)
-        inv_freq = 1.0 / 10000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+        base = cfg.options("positional").base
+        inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
         self.register_buffer("inv_freq", inv_freq, persistent=False)  # (Dh/2,)
 
     def rotate(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
@@ -217,7 +224,8 @@ def alibi_slopes(n_heads: int) -> list[float]:
 
 @register("positional", "alibi")
 class AlibiPositional(PositionalEncoding):
-    """ALiBi (Press et al. 2022) for a bidirectional encoder, in one of two forms (``model.alibi``).
+    """ALiBi (Press et al. 2022) for a bidirectional encoder, in one of two forms (the option
+    ``model.pe_options.form``; ``model.alibi`` is its older name).
 
     - ``symmetric``: bias ``-m_h |i - j|``, the common encoder adaptation (the symmetric
       distance of Press's attention_with_linear_biases issue #5, MosaicBERT). It cannot tell
@@ -235,11 +243,16 @@ class AlibiPositional(PositionalEncoding):
 
     # exp(-1e4) is 0 in float32 and bf16; finite, unlike -inf, for rows with no visible key.
     BLOCKED = -1.0e4
-    OPTIONS = {"alibi": "symmetric"}  # model.alibi is read by this encoding only
+
+    @options
+    class Options:
+        form: Literal["symmetric", "directional"] = option(
+            "symmetric", "−m·|i−j| for every head, or even heads look left and odd heads right"
+        )
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__(cfg)
-        self.directional = cfg.alibi == "directional"
+        self.directional = cfg.options("positional").form == "directional"
         self.register_buffer("slopes", torch.tensor(alibi_slopes(cfg.n_heads)), persistent=False)  # (H,)
 
     def bias(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
@@ -255,7 +268,7 @@ class AlibiPositional(PositionalEncoding):
     @classmethod
     def check(cls, cfg: ModelConfig) -> None:
         require(
-            cfg.alibi == "symmetric" or cfg.n_heads >= 2,
-            "model.alibi='directional' splits the heads into left- and right-looking ones; "
+            cfg.options("positional").form == "symmetric" or cfg.n_heads >= 2,
+            "model.pe_options.form='directional' splits the heads into left- and right-looking ones; "
             "it needs model.n_heads >= 2",
         )

@@ -8,14 +8,16 @@
         def forward(self, x): ...             # (B, L, D) -> (B, L, D)
 
 A config selects each kind's component by name (``model.pe``, ``model.attention``,
-``model.norm_layer``, ``model.ffn``; ``CONFIG_KEYS``). The contract of each kind is the base
-class or Protocol beside its built-ins (positional.py, attention.py, norms.py, ffn.py; docs:
-your own component). A component may define:
+``model.norm_layer``, ``model.ffn``, ``model.block``, ``model.pool``; ``CONFIG_KEYS``). The
+contract of each kind is the base class or Protocol beside its built-ins (positional.py,
+attention.py, norms.py, ffn.py, blocks.py, pooling.py; docs: your own component). A component may define:
 
 - ``check(cfg)`` (classmethod): raise ``ConfigError`` for a configuration it cannot serve, when
   the config is built, before anything runs;
-- ``OPTIONS`` (class attribute): the config fields only it reads, with their defaults; another
-  component active with such a field changed is an error (``model.alibi`` without ``pe: alibi``);
+- ``Options`` (a nested class under ``@components.options``, kinds.py): options of its own, set
+  under ``model.<key>_options`` (``OPTIONS_KEYS``), checked and filled in by ``check_config``;
+- ``OPTIONS`` (class attribute): ModelConfig fields only it reads, with their defaults; another
+  component active with such a field changed is an error;
 - positional only: ``max_positions(cfg)`` (classmethod; None: any length) and ``order_free``.
 
 Components come from the built-in modules (imported here before the first look-up), from
@@ -31,14 +33,15 @@ up: the study checked them when it ran, and its plugins may be absent where its 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from ablate.errors import ConfigError
-from ablate.lit_modules.model.kinds import CONFIG_KEYS, KINDS, TABLES, register
+from ablate.errors import ConfigError, validate_fields
+from ablate.lit_modules.model.kinds import CONFIG_KEYS, KINDS, OPTIONS_KEYS, TABLES, register
 
 if TYPE_CHECKING:
     from ablate.lit_modules.model.config import ModelConfig
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFIG_KEYS",
     "KINDS",
+    "OPTIONS_KEYS",
     "active",
     "builtin_modules",
     "check_config",
@@ -88,9 +92,10 @@ def _table(kind: str) -> dict[str, type]:
 def builtin_modules() -> frozenset[str]:
     """The modules of the built-in components, imported (and so registered) on first use."""
     if _state["builtins"] is None:
-        from ablate.lit_modules.model import attention, ffn, norms, positional
+        from ablate.lit_modules.model import attention, blocks, ffn, norms, pooling, positional
 
-        _state["builtins"] = frozenset(m.__name__ for m in (positional, attention, norms, ffn))
+        modules = (positional, attention, norms, ffn, blocks, pooling)
+        _state["builtins"] = frozenset(m.__name__ for m in modules)
     return _state["builtins"]
 
 
@@ -157,6 +162,8 @@ def check_config(cfg: ModelConfig) -> None:
     if is_reading():
         return
     chosen = active(cfg)
+    for kind, cls in chosen.items():
+        resolve_options(cfg, kind, cls)
     for cls in chosen.values():
         check: Any = getattr(cls, "check", None)
         if check is not None:
@@ -173,3 +180,35 @@ def check_config(cfg: ModelConfig) -> None:
                         f"model.{field}={value!r} applies to model.{key}={name!r} only "
                         f"(model.{key}={getattr(cfg, key)!r})"
                     )
+
+
+def option_defaults(kind: str, name: str) -> dict[str, Any] | None:
+    """The defaults of a built-in component's options ({} without any); None for another."""
+    if not is_builtin(kind, name):
+        return None
+    options = getattr(get(kind, name), "Options", None)
+    return {} if options is None else dataclasses.asdict(options())
+
+
+def resolve_options(cfg: ModelConfig, kind: str, cls: type) -> None:
+    """Check ``cfg``'s options of its ``kind`` component ``cls`` and fill in their defaults."""
+    key, field = CONFIG_KEYS[kind], OPTIONS_KEYS[kind]
+    given, name = getattr(cfg, field), getattr(cfg, key)
+    options = getattr(cls, "Options", None)
+    valid = [] if options is None else [f.name for f in dataclasses.fields(options)]
+    unknown = [k for k in given if k not in valid]
+    if unknown:
+        raise ConfigError(
+            f"unknown option(s) {', '.join(f'model.{field}.{k}' for k in unknown)} of the {kind} "
+            f"component model.{key}={name!r}; "
+            + (f"its options: {', '.join(valid)}" if valid else "it has no options")
+        )
+    if options is None:
+        return
+    options.SECTION = f"model.{field}"  # names the key in validate_fields' messages
+    try:
+        value = options(**given)
+    except TypeError as err:  # a field without a default
+        raise ConfigError(f"model.{field}: {err}") from None
+    validate_fields(value)
+    object.__setattr__(cfg, field, dataclasses.asdict(value))

@@ -57,7 +57,7 @@ def archive_attention(
             m.training = training
 
     keep = mask.cpu()
-    if model.cfg.pool == "cls":
+    if model.cfg.cls_token:
         keep = torch.cat([keep.new_ones(keep.shape[0], 1), keep], dim=1)  # (N, L')
     entropy, entropy_norm = zip(*(head_entropy(a, keep) for a in attentions), strict=True)
 
@@ -69,7 +69,7 @@ def archive_attention(
         **arrays,
     )
 
-    labels = _probe_labels(probe["tokens"][0], mask[0].cpu(), model.cfg.pool == "cls")
+    labels = _probe_labels(probe["tokens"][0], mask[0].cpu(), model.cfg.cls_token)
     pngs = []
     for i, a in enumerate(attentions):
         path = out_dir / f"layer{i}.png"

@@ -22,7 +22,7 @@ def fmt(x: float | None, spec: str = ".4g") -> str:
 
 
 def params_text(params: dict[str, Any]) -> str:
-    """``optim.lr=0.001295, model.norm=post``: floats to 4 significant digits."""
+    """``optim.lr=0.001295, model.block=post``: floats to 4 significant digits."""
     return ", ".join(f"{k}={p:.4g}" if isinstance(p, float) else f"{k}={p}" for k, p in params.items())
 
 
@@ -49,7 +49,7 @@ BASE_HIGHLIGHTS = {
     "layers": "model.n_layers",
     "heads": "model.n_heads",
     "PE": "model.pe",
-    "norm": "model.norm",
+    "block": "model.block",
 }
 # Metric names that are proportions in [0, 1] (3 decimals); anything else gets 4.
 PROPORTION_WORDS = ("acc", "f1", "precision", "recall", "auc", "mcc", "error_rate")

@@ -99,7 +99,8 @@ ANY = st.recursive(
 def field_values(cls: type, name: str) -> st.SearchStrategy[Any]:
     """Values for one config field: its default, a valid choice, numbers at and beyond the ends
     of its range (also as strings: YAML 1.1 reads "1e-05" as one), extremes, paths, anything."""
-    default = next(f.default for f in dataclasses.fields(cls) if f.name == name)
+    field = next(f for f in dataclasses.fields(cls) if f.name == name)
+    default = field.default_factory() if field.default is dataclasses.MISSING else field.default
     options = [st.just(default), EXTREMES, ANY]
     if (allowed := choices(cls, name)) is not None:
         options.append(st.sampled_from(allowed))

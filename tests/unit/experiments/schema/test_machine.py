@@ -66,7 +66,7 @@ def test_key_is_stable_and_tracks_what_changes_floats(monkeypatch: pytest.Monkey
     key = numerics_key(first)
     assert first["cpu_capability"] in key and f"torch {torch.__version__}" in key
     # Each field that changes floats changes the key; a record missing fields still has one.
-    for field, value in [("cpu_model", "Other CPU"), ("cpu_capability", "AVX2"), ("threads", 7)]:
+    for field, value in [("cpu_model", "Other CPU"), ("cpu_capability", "SVE256"), ("threads", 7)]:
         assert numerics_key({**first, field: value}) != key
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
     pinned = numerics_record()

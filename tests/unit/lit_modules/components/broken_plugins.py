@@ -26,6 +26,8 @@ class Reference(nn.Module):
     """Multi-head attention with grouped key-value heads (as ``mha``, explicit path only), in
     small steps that the broken plugins below override one at a time."""
 
+    Options = components.KVHeadsOptions
+
     def __init__(self, cfg) -> None:
         super().__init__()
         self.n_heads, self.kv_heads, self.head_dim = cfg.n_heads, cfg.kv_heads, cfg.head_dim
@@ -36,7 +38,9 @@ class Reference(nn.Module):
     @classmethod
     def check(cls, cfg) -> None:
         if cfg.n_heads % cfg.kv_heads:
-            raise ConfigError(f"model.n_kv_heads={cfg.n_kv_heads} must divide model.n_heads={cfg.n_heads}")
+            raise ConfigError(
+                f"model.attention_options.n_kv_heads={cfg.n_kv_heads} must divide model.n_heads={cfg.n_heads}"
+            )
 
     def forward(self, x, keep, pos, *, need_weights=False, head_mask=None, key=None):
         B, L, D = x.shape
@@ -204,7 +208,7 @@ class IgnoresKvHeads(Reference):
     """Accepts model.n_kv_heads and keeps one key-value head per query head anyway."""
 
     def __init__(self, cfg) -> None:
-        super().__init__(dataclasses.replace(cfg, n_kv_heads=None))
+        super().__init__(dataclasses.replace(cfg, attention_options={"n_kv_heads": None}))
 
     @classmethod
     def check(cls, cfg) -> None:
@@ -236,7 +240,27 @@ class UnsavedTemperature(Reference):
 
 
 # Each plugin above and the one check that catches it (the contract names of conformance.py).
+@components.register("attention", "kit-writes-input")
+class WritesInput(Reference):
+    """Clamps its input in place: no value changes here, yet the caller's tensor is written."""
+
+    def forward(self, x, keep, pos, **kw):
+        x.clamp_(-1e4, 1e4)
+        return super().forward(x, keep, pos, **kw)
+
+
+@components.register("attention", "kit-batch-scaled")
+class BatchScaled(Reference):
+    """Scales its output by the batch size over 3: right at the kit's usual batch of 3 only."""
+
+    def forward(self, x, keep, pos, **kw):
+        y, probs = super().forward(x, keep, pos, **kw)
+        return y * (x.shape[0] / 3), probs
+
+
 CAUGHT_BY = {
+    "kit-writes-input": "inputs unchanged",
+    "kit-batch-scaled": "batch independence",
     "kit-needs-width": "builds",
     "kit-head-averaged": "shapes",
     "kit-torch-dropout": "keyed randomness, stack independence",

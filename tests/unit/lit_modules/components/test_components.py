@@ -63,7 +63,8 @@ def test_every_builtin_keeps_every_contract(kind: str, name: str) -> None:
     results = conformance.check(kind, name)
     attention = ["probabilities", "positional encodings", "head mask", "grouped-query attention"]
     assert [r.contract for r in results] == [
-        "builds", "shapes", "keyed randomness, stack independence", "padding", "permutation",
+        "builds", "shapes", "keyed randomness, stack independence", "inputs unchanged",
+        "batch independence", "padding", "permutation",
         *(attention if kind == "attention" else []), "fused vs explicit", "state dict", "parameters",
     ]  # fmt: skip
     assert not [r.line() for r in results if r.ok is False]
@@ -89,9 +90,10 @@ def test_the_kit_names_the_broken_contract(tmp_path: Path) -> None:
 
 def test_register_refuses_bad_kinds_names_and_a_second_class() -> None:
     with pytest.raises(
-        ConfigError, match="unknown kind 'pooling'; the kinds are positional, attention, norm, ffn"
+        ConfigError,
+        match="unknown kind 'head'; the kinds are positional, attention, norm, ffn, block, pooling",
     ):
-        components.register("pooling", "x")
+        components.register("head", "x")
     with pytest.raises(ConfigError, match="a name is lower-case"):
         components.register("norm", "Scale Norm")
 
@@ -113,8 +115,11 @@ def test_an_unknown_name_lists_what_is_registered() -> None:
         ConfigError, match=r"model.ffn='moe' is not a registered ffn component; registered: glu, mlp"
     ):
         ModelConfig(ffn="moe")
-    with pytest.raises(ConfigError, match=r"model.alibi='directional' applies to model.pe='alibi' only"):
-        ModelConfig(alibi="directional")
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown option\(s\) model.pe_options.form of the positional component model.pe='sinusoidal'; it has no options",
+    ):
+        ModelConfig(pe_options={"form": "directional"})
     with pytest.raises(ConfigError, match="needs an even head_dim"):
         ModelConfig(pe="rope", d_model=12, n_heads=4)
 
@@ -199,7 +204,7 @@ def test_rmsnorm_is_x_over_its_rms_times_a_gain() -> None:
 def test_grouped_query_attention_shares_key_value_heads(kv: int) -> None:
     """n_kv_heads key-value heads, each serving n_heads / n_kv_heads query heads; probabilities
     still per query head; the projection shrinks by the key-value heads it drops."""
-    cfg = ModelConfig(n_heads=4, n_kv_heads=kv, attn_impl="eager", dropout=0.0)
+    cfg = ModelConfig(n_heads=4, attention_options={"n_kv_heads": kv}, attn_impl="eager", dropout=0.0)
     torch.manual_seed(0)
     attn = registry.get("attention", "mha")(cfg).eval()
     assert attn.qkv.weight.shape == (64 + 2 * kv * 16, 64)
@@ -217,7 +222,9 @@ def test_grouped_query_attention_shares_key_value_heads(kv: int) -> None:
         torch.testing.assert_close(probs[:, h], p)
         heads.append(p @ v[:, g])  # (2, 6, 16)
     torch.testing.assert_close(y, attn.out(torch.cat(heads, dim=-1)))
-    fused = registry.get("attention", "mha")(ModelConfig(n_heads=4, n_kv_heads=kv)).eval()
+    fused = registry.get("attention", "mha")(
+        ModelConfig(n_heads=4, attention_options={"n_kv_heads": kv})
+    ).eval()
     fused.load_state_dict(attn.state_dict())
     torch.testing.assert_close(fused(x, keep, pos)[0], y, atol=1e-5, rtol=1e-5)
 
@@ -225,6 +232,6 @@ def test_grouped_query_attention_shares_key_value_heads(kv: int) -> None:
 def test_the_default_mha_is_the_standard_projection() -> None:
     """n_kv_heads null: one key-value head per query head, torch's (D, 3D) in_proj shape, so existing
     configs build the same weights in the same order (their results do not move)."""
-    assert ModelConfig().kv_heads == 4 and ModelConfig(n_kv_heads=4) != ModelConfig()
+    assert ModelConfig().kv_heads == 4 and ModelConfig(attention_options={"n_kv_heads": 4}) != ModelConfig()
     attn = registry.get("attention", "mha")(ModelConfig())
     assert attn.qkv.weight.shape == (3 * 64, 64)

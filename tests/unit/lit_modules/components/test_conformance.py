@@ -74,7 +74,7 @@ def fails(name: str) -> list[str]:
 
 def test_the_reference_plugin_keeps_every_contract(broken: ModuleType) -> None:
     assert [r.contract for r in results("kit-reference")] == [
-        "builds", "shapes", RANDOMNESS, "padding", "permutation", "probabilities",
+        "builds", "shapes", RANDOMNESS, "inputs unchanged", "batch independence", "padding", "permutation", "probabilities",
         "positional encodings", "head mask", "grouped-query attention", "fused vs explicit",
         "state dict", "parameters",
     ]  # fmt: skip
@@ -89,7 +89,7 @@ def test_the_reference_plugin_keeps_every_contract(broken: ModuleType) -> None:
         "kit-needs-width", "kit-head-averaged", "kit-torch-dropout", "kit-leaks-padding",
         "kit-own-positions", "kit-talking-heads", "kit-ignores-rope", "kit-ignores-alibi",
         "kit-ignores-head-mask", "kit-masks-queries", "kit-ignores-kv-heads",
-        "kit-fast-path-scale", "kit-unsaved-temperature",
+        "kit-fast-path-scale", "kit-unsaved-temperature", "kit-writes-input", "kit-batch-scaled",
     ],
 )  # fmt: skip
 def test_each_broken_plugin_fails_exactly_the_check_that_catches_it(broken: ModuleType, name: str) -> None:
@@ -119,7 +119,7 @@ def test_what_the_fails_say(broken: ModuleType) -> None:
     assert "masking head 0 changes nothing: head_mask is ignored" in first("kit-ignores-head-mask")
     assert "with every head masked, the output still depends on the input" in first("kit-masks-queries")
     assert f"after {5} AdamW steps, layer 0:" in first("kit-talking-heads")
-    assert "it ignores model.n_kv_heads" in first("kit-ignores-kv-heads")
+    assert "it ignores its n_kv_heads option" in first("kit-ignores-kv-heads")
     assert "the component alone, pe alibi: need_weights moves its output" in first("kit-fast-path-scale")
     assert "padded keys (keep False) must get no weight" in first("kit-ignores-key-mask")
 

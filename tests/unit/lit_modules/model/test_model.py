@@ -15,7 +15,7 @@ from torch import nn
 
 from ablate.lit_modules.model.attention import MultiHeadAttention
 from ablate.lit_modules.model.config import ModelConfig
-from ablate.lit_modules.model.encoder import EncoderBlock, EncoderClassifier
+from ablate.lit_modules.model.encoder import EncoderClassifier
 from ablate.lit_modules.model.positional import alibi_slopes
 from ablate.lit_modules.model.registry import get, is_builtin, names
 
@@ -48,13 +48,13 @@ def batch(lengths: tuple[int, ...] = (7, 4, 5), total: int = L) -> tuple[torch.T
 @pytest.mark.parametrize("norm", ["post", "pre"])
 @pytest.mark.parametrize("activation", ["gelu", "relu"])
 def test_block_matches_torch_encoder_layer(norm: str, activation: str) -> None:
-    c = cfg(pe="none", norm=norm, activation=activation, d_ff=40)
+    c = cfg(pe="none", block=norm, activation=activation, d_ff=40)
     torch.manual_seed(0)
     ref = nn.TransformerEncoderLayer(
         c.d_model, c.n_heads, c.d_ff, dropout=0.0, activation=activation,
         batch_first=True, norm_first=norm == "pre",
     ).eval()  # fmt: skip
-    ours = EncoderBlock(c).eval()
+    ours = get("block", c.block)(c).eval()
     with torch.no_grad():
         ours.attn.qkv.weight.copy_(ref.self_attn.in_proj_weight)
         ours.attn.qkv.bias.copy_(ref.self_attn.in_proj_bias)
@@ -99,7 +99,7 @@ def test_no_pe_is_permutation_invariant_and_sinusoidal_is_not(pool: str) -> None
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_head_sees_layer_normalised_states(norm: str) -> None:
     """Post-LN ends on LN2; Pre-LN needs its final LayerNorm (Xiong et al. 2020)."""
-    m = model(norm=norm)
+    m = model(block=norm)
     seen: list[torch.Tensor] = []
     m.head.register_forward_hook(lambda mod, args, out: seen.append(args[0]))
     with torch.no_grad():
@@ -264,12 +264,12 @@ def test_symmetric_alibi_cannot_tell_left_from_right_and_directional_can() -> No
     flipped = _reversed(ids, mask)
     m = model(pe="alibi", pool="mean")
     torch.testing.assert_close(m(flipped, mask).logits, m(ids, mask).logits, atol=1e-5, rtol=1e-5)
-    m = model(pe="alibi", alibi="directional", pool="mean")
+    m = model(pe="alibi", pe_options={"form": "directional"}, pool="mean")
     assert (m(flipped, mask).logits - m(ids, mask).logits).abs().max() > 1e-3
 
 
 def test_directional_alibi_heads_look_one_way_each() -> None:
-    pe = get("positional", "alibi")(cfg(pe="alibi", alibi="directional", n_heads=4))
+    pe = get("positional", "alibi")(cfg(pe="alibi", pe_options={"form": "directional"}, n_heads=4))
     bias = pe.bias(5, torch.device("cpu"), torch.float32)  # (H, L, L), [query, key]
     slopes = alibi_slopes(4)
     assert bias[0, 4, 1] == -3 * slopes[0] and bias[0, 1, 4] == pe.BLOCKED  # even head: keys left
@@ -283,8 +283,8 @@ def test_directional_alibi_ignores_padding_and_fused_matches_explicit(pool: str)
     ids, mask = batch()
     longer_ids = torch.cat([ids, torch.zeros(B, 6, dtype=ids.dtype)], dim=1)
     longer_mask = torch.cat([mask, torch.zeros(B, 6, dtype=torch.bool)], dim=1)
-    fused = model(pe="alibi", alibi="directional", pool=pool)
-    eager = model(pe="alibi", alibi="directional", pool=pool, attn_impl="eager")
+    fused = model(pe="alibi", pe_options={"form": "directional"}, pool=pool)
+    eager = model(pe="alibi", pe_options={"form": "directional"}, pool=pool, attn_impl="eager")
     want = eager(ids, mask).logits
     torch.testing.assert_close(fused(ids, mask).logits, want, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(fused(longer_ids, longer_mask).logits, want, atol=1e-5, rtol=1e-5)
@@ -298,7 +298,7 @@ def test_directional_alibi_ignores_padding_and_fused_matches_explicit(pool: str)
 @pytest.mark.parametrize("pool", POOLS)
 def test_gradients_flow_and_loss_decreases(pe: str, norm: str, pool: str) -> None:
     torch.manual_seed(0)
-    m = EncoderClassifier(cfg(pe=pe, norm=norm, pool=pool, dropout=0.1, init_std=0.02), VOCAB, CLASSES)
+    m = EncoderClassifier(cfg(pe=pe, block=norm, pool=pool, dropout=0.1, init_std=0.02), VOCAB, CLASSES)
     ids, mask = batch()
     y = torch.tensor([0, 1, 2])
     opt = torch.optim.Adam(m.parameters(), lr=3e-3)

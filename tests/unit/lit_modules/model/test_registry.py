@@ -11,20 +11,20 @@ from ablate.errors import ConfigError
 from ablate.lit_modules.model import registry
 from ablate.lit_modules.model.config import ModelConfig
 
-KINDS = "the kinds are positional, attention, norm, ffn"
+KINDS = "the kinds are positional, attention, norm, ffn, block, pooling"
 
 
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: components.get("pooling", "mean"),
-        lambda: components.names("pooling"),
-        lambda: registry.is_builtin("pooling", "mean"),
+        lambda: components.get("head", "linear"),
+        lambda: components.names("head"),
+        lambda: registry.is_builtin("head", "linear"),
     ],
     ids=["get", "names", "is_builtin"],
 )
 def test_an_unknown_kind_names_the_kinds(call) -> None:
-    with pytest.raises(ConfigError, match=rf"unknown component kind 'pooling'; {KINDS}"):
+    with pytest.raises(ConfigError, match=rf"unknown component kind 'head'; {KINDS}"):
         call()
 
 

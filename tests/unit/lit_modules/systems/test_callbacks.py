@@ -128,7 +128,7 @@ def accuracy(m: EncoderClassifier, batches: list[dict], head_mask: torch.Tensor 
 
 @pytest.mark.parametrize("pool", ["cls", "mean"])
 def test_head_importance(pool: str, tmp_path: Path) -> None:
-    m = model(pool, init_std=1.0, norm="post").eval()  # Post-LN: single heads flip predictions here
+    m = model(pool, init_std=1.0, block="post").eval()  # Post-LN: single heads flip predictions here
     hd = m.cfg.head_dim
     dead_layer, dead_head = 1, 1
     with torch.no_grad():  # head (1, 1) writes nothing: masking it changes nothing

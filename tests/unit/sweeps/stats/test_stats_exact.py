@@ -324,7 +324,7 @@ def test_report_shows_tests_holm_design_and_fixed_decimals(tmp_path: Path) -> No
     assert "Seeds: 0–4 (5 per variant)." in md
     assert (
         "Base configuration: steps 800, lr 0.002, batch 64, d_model 64, layers 2, heads 4, "
-        "PE sinusoidal, norm pre." in md
+        "PE sinusoidal, block pre." in md
     )
     assert "Overrides of no_pe: model.pe=none." in md and "Overrides of one_head: model.n_heads=1." in md
     assert "| no_pe | 5 | 0 | 0.500 [0.500, 0.500] | 0.500 | 0.500–0.500 |" in md
