@@ -24,14 +24,20 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, S
 
 from ablate.datamodules import text
 from ablate.datamodules.config import DataConfig
-from ablate.datamodules.splits import SplitRecord, small_splits_warning, split_record
+from ablate.datamodules.splits import (
+    SplitRecord,
+    overlap_warning,
+    overlaps,
+    small_splits_warning,
+    split_record,
+)
 from ablate.datamodules.tasks import TASKS
 from ablate.errors import user_path
 
 # Bump when generators, the label rules or the cache layout change (4: meta.json holds each
-# split's size and source, datamodules/splits.py; 5: and its majority-class rate; the data are
-# built as in 3).
-CACHE_VERSION = 5
+# split's size and source, datamodules/splits.py; 5: and its majority-class rate; 6: and the
+# splits' text overlaps, and local files key the cache by content; the data are built as in 3).
+CACHE_VERSION = 6
 # Fields that only affect batching, not the data; everything else keys the cache.
 _NOT_IN_KEY = ("batch_size", "num_workers", "cache_dir")
 
@@ -67,6 +73,8 @@ def _make_temp(cfg: DataConfig, final: Path) -> Path:
 
 
 def cache_key(cfg: DataConfig) -> str:
+    """The cache entry of ``cfg``: its data fields, CACHE_VERSION and, for text, each local file's
+    path and content hash (sources.fingerprint)."""
     params = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name not in _NOT_IN_KEY}
     params["version"] = CACHE_VERSION
     if cfg.task == "text":
@@ -74,12 +82,18 @@ def cache_key(cfg: DataConfig) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
-_warned: set[str] = set()  # small-split warnings this process printed
+_warned: set[str] = set()  # data warnings (small splits, overlaps) this process printed
 
 
 def split_rng(seed: int, split: str) -> np.random.Generator:
     """Independent, reproducible stream per (seed, split): n_val never shifts the train data."""
     return np.random.default_rng([seed % 2**64, zlib.crc32(split.encode())])
+
+
+def _warnings(meta: dict) -> list[str]:
+    """The warnings a cache entry's meta.json calls for (datamodules/splits.py)."""
+    found = (small_splits_warning(meta["splits"]), overlap_warning(meta.get("overlaps", [])))
+    return [w for w in found if w]
 
 
 class _Examples(Dataset):
@@ -172,14 +186,20 @@ class ClassificationDataModule(L.LightningDataModule):
         self.split_record = meta["splits"]
         if self.split_note:
             print(f"warning: {self.split_note}", file=sys.stderr)
-        if (small := small_splits_warning(self.split_record)) and small not in _warned:
-            _warned.add(small)  # once per process: a worker's log, not once per cell
-            print(f"warning: {small}", file=sys.stderr)
+        for warning in _warnings(meta):
+            if warning not in _warned:
+                _warned.add(warning)  # once per process: a worker's log, not once per cell
+                print(f"warning: {warning}", file=sys.stderr)
         self._examples = {name: _Examples(ds) for name, ds in self.splits.items()}
 
     def read_split_record(self) -> SplitRecord:
         """The split record of the built cache (after ``prepare_data``, without loading the data)."""
         return json.loads((self.cache_path / "meta.json").read_text())["splits"]
+
+    def read_warnings(self) -> list[str]:
+        """The built cache's data warnings, as ``setup`` prints them (after ``prepare_data``,
+        without loading the data): small evaluation splits, splits that share their examples."""
+        return _warnings(json.loads((self.cache_path / "meta.json").read_text()))
 
     def _build(self) -> tuple[datasets.DatasetDict, Tokenizer, dict]:
         """The tokenized splits, the tokenizer, and meta.json's facts (class count, split note)."""
@@ -191,6 +211,9 @@ class ClassificationDataModule(L.LightningDataModule):
             tok = text.train_tokenizer(cfg.tokenizer, raw["train"].texts, cfg.vocab_size)
             data = {name: (r.texts, r.labels) for name, r in raw.items()}
             meta.update(n_classes=found.n_classes, split_note=found.note)
+            # Text only: a synthetic task draws every split from one distribution, where short
+            # sequences recur by design.
+            meta["overlaps"] = overlaps({name: r.texts for name, r in raw.items()})
             sources = found.sources
         else:
             task = TASKS[cfg.task]

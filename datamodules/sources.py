@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import datasets
 import huggingface_hub.utils
@@ -164,35 +165,57 @@ def local_files(source: str) -> list[Path] | None:
         return [path]
     if folder_kind(path) == "splits":
         return sorted(split_files(path).values())
-    return sorted(p for p in path.rglob("*") if p.is_file())
+    return _folder_files(path)
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """Every file under ``folder``: what a saved or hub-layout data set reads."""
+    return sorted(p for p in folder.rglob("*") if p.is_file())
 
 
 def fingerprint(source: str) -> list:
-    """What the cache key needs to notice a changed input: paths, sizes and mtimes of local files."""
+    """What the cache key needs to notice a changed input: each local file's path and the SHA-256
+    of its content (a hub name as it is: data.subset and data.revision key the cache as config
+    fields). The content, not the size and mtime: a file edited in place and given its old
+    timestamp back (``touch -r``, a copy that keeps timestamps) is other data. The path stays in
+    the key because the cached split record names the file."""
     files = local_files(source)
     if files is None:
-        return [source]  # a hub name; data.subset and data.revision key the cache as config fields
-    return [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+        return [source]
+    return [[str(f), file_hash(f)] for f in files]
 
 
-_hashes: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256, per process
+# (path, size, mtime, ctime, inode, device) -> SHA-256, this process: each file is read once per
+# process, by the study's identity and the cache key alike. ctime is in the key because every
+# write moves it, also one whose mtime was put back.
+_hashes: dict[tuple[str, int, int, int, int, int], str] = {}
+
+
+def file_hash(path: Path) -> str:
+    """The SHA-256 of ``path``'s content, streamed (hashlib.file_digest reads 256 KiB at a time,
+    so a 1 GB file costs no more memory than a small one), once per process and file version."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    if key not in _hashes:
+        try:
+            with path.open("rb") as fh:
+                _hashes[key] = hashlib.file_digest(fh, "sha256").hexdigest()
+        except OSError as e:  # unreadable: permissions, a file that vanished, an I/O error
+            raise DataError(f"{path}: cannot be read ({e.strerror or e})") from e
+    return _hashes[key]
 
 
 def content_hashes(source: str) -> dict[str, str]:
     """What a study's identity needs to notice changed data: the SHA-256 of each local file the
     source reads, by path (empty for a hub name, which data.revision pins)."""
-    out = {}
-    for f in local_files(source) or []:
-        st = f.stat()
-        key = (str(f), st.st_size, st.st_mtime_ns)
-        if key not in _hashes:
-            h = hashlib.sha256()
-            with f.open("rb") as fh:
-                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
-                    h.update(block)
-            _hashes[key] = h.hexdigest()
-        out[str(f)] = _hashes[key]
-    return out
+    return {str(f): file_hash(f) for f in local_files(source) or []}
+
+
+def _local_cache(hf_cache: str, files: list[Path]) -> str:
+    """``datasets``' own cache folder for local files, one per content: ``load_dataset`` keys
+    local files by path and mtime only, so an edit that keeps both would read the old Arrow copy."""
+    digest = hashlib.sha256("".join(file_hash(f) for f in files).encode()).hexdigest()[:16]
+    return str(Path(hf_cache) / f"local-{digest}")
 
 
 def read_source(cfg: DataConfig, hf_cache: str) -> dict[str, RawSplit]:
@@ -211,7 +234,8 @@ def read_source(cfg: DataConfig, hf_cache: str) -> dict[str, RawSplit]:
     if kind == "saved":
         return _hub_splits(_load_saved(path), cfg, f"saved data set {path}")
     try:  # a local copy of a hub repository: the hub's own loader, subset included
-        dd = datasets.load_dataset(str(path), cfg.subset, cache_dir=hf_cache)
+        hf_local = _local_cache(hf_cache, _folder_files(path))
+        dd = datasets.load_dataset(str(path), cfg.subset, cache_dir=hf_local)
     except (OSError, ValueError, datasets.exceptions.DatasetGenerationError) as e:
         raise DataError(f"{path}: cannot be read as a hub-layout data set: {e.__cause__ or e}") from e
     return _hub_splits(dd, cfg, f"{path}" + (f" subset {cfg.subset!r}" if cfg.subset else ""))
@@ -274,7 +298,7 @@ def _hub_splits(
 def read_file(path: Path, cfg: DataConfig, hf_cache: str) -> RawSplit:
     ext = path.suffix.lower()
     first, unit = {".jsonl": (1, "line")}.get(ext, (1, "record"))
-    ds, lines = _load_file(path, hf_cache)
+    ds, lines = _load_file(path, _local_cache(hf_cache, [path]))
     return to_raw(ds, cfg, str(path), lines or first, "line" if lines else unit)
 
 
@@ -322,14 +346,17 @@ def _load_file(path: Path, hf_cache: str) -> tuple[datasets.Dataset, list[int] |
 def _csv_header(path: Path, delimiter: str, quoting: int) -> tuple[list[str], list[int]]:
     """The header, after checking every row has as many fields as it: pandas would silently turn
     extra leading fields into an index (an unquoted comma in a sentence shifts the columns); and
-    the line each row starts on."""
+    the line each row starts on. Lines are read with a bound (``_Lines``), so a file that is one
+    huge line (a sparse file, an unclosed quote without line breaks) is refused after a few MB."""
     limit = csv.field_size_limit(MAX_FIELD)  # process-wide: restored below
     try:
         with path.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
+            lines_in = _Lines(f, path, MAX_FIELD, "the header line")
+            reader = csv.reader(lines_in, delimiter=delimiter, quoting=quoting)
             try:
                 header = next(reader, [])
                 _check_header(path, header)
+                lines_in.bound(len(header))
                 start, lines = reader.line_num + 1, []
                 for row in reader:
                     if row and len(row) != len(header):
@@ -349,6 +376,37 @@ def _csv_header(path: Path, delimiter: str, quoting: int) -> tuple[list[str], li
     if not lines:
         raise DataError(f"{path}: has no rows (only a header)")
     return header, lines
+
+
+class _Lines:
+    """The lines of an open text file for ``csv.reader``, each read with ``readline(limit + 1)``:
+    a longer line is refused before more of it is read, instead of after reading all of it (the csv
+    module checks its field limit only on a line already in memory: a 1 GiB file without a line
+    break took 2.7 GB of memory). A row's line holds at most its fields, each at most MAX_FIELD
+    characters, quoted with every quote doubled: ``bound`` sets that limit once the header is read."""
+
+    def __init__(self, f: TextIO, path: Path, limit: int, what: str) -> None:
+        self.f, self.path, self.limit, self.what, self.n = f, path, limit, what, 0
+
+    def bound(self, n_fields: int) -> None:
+        self.limit = n_fields * (2 * MAX_FIELD + 3)
+        self.what = f"a line of {n_fields} field(s)"
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = self.f.readline(self.limit + 1)
+        if not line:
+            raise StopIteration
+        self.n += 1
+        if len(line) > self.limit:
+            raise DataError(
+                f"{self.path} line {self.n}: longer than {self.limit:,} characters, the most {self.what} "
+                f"can hold (a field holds at most {MAX_FIELD:,} characters); the rest of the file is not "
+                "read: is it a CSV, or does an unclosed quote or a missing line break make it one line?"
+            )
+        return line
 
 
 def _check_header(path: Path, header: list[str]) -> None:

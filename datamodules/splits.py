@@ -1,6 +1,6 @@
 """What each split of a data set holds and where it came from: the record a cell's metrics.json,
 its trial and W&B run, and the report carry, and the warning for evaluation splits too small to
-tell variants apart.
+tell variants apart or that share their examples with another split.
 
 A record is ``{split: {"n": examples, "source": how it was made, "majority": the share of its
 most common label}}`` for the splits the datamodule
@@ -22,6 +22,14 @@ MIN_EVAL_EXAMPLES = 100
 EVAL_SPLITS = ("validation", "test")
 ORDER = ("train", "validation", "test", "test_long")  # how a record lists its splits
 NOT_RECORDED = "not recorded"
+# An evaluation split sharing more than this share of its examples with another split gets a
+# warning (the run goes on). An example is shared when its text, exactly as read, also occurs in
+# the other split, whatever the labels: the model has been fitted to that text (a copy with other
+# labels is a leak too, and noise besides). The SST-2 files of ../shared/data share 1 of 1,821
+# test sentences with train (0.05 %); a test file that is the train file shares 100 %.
+MAX_OVERLAP = 0.01
+# (other, evaluated): each evaluated split against the splits a model is fitted or chosen on.
+OVERLAP_PAIRS = (("train", "validation"), ("train", "test"), ("validation", "test"))
 
 SplitRecord = dict[str, dict[str, Any]]
 
@@ -62,6 +70,38 @@ def small_splits_warning(record: Mapping[str, Mapping[str, Any]]) -> str | None:
         f"one example moves accuracy by {100 / fewest:.1f} points, so differences that small are "
         "noise of the split (more examples: data.n_val / data.n_test for a synthetic task, a larger "
         "data.val_fraction or more rows for text)"
+    )
+
+
+def overlaps(texts: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """For each pair of OVERLAP_PAIRS present in ``texts``: how many examples of the evaluated split
+    ``split`` have a text that occurs in ``other`` (duplicates within ``split`` each count), of its
+    ``n``. A set of each split's texts: one hash per text, no copies."""
+    sets: dict[str, set[str]] = {}
+    out = []
+    for other, split in OVERLAP_PAIRS:
+        if other in texts and split in texts:
+            seen = sets.setdefault(other, set(texts[other]))
+            shared = sum(t in seen for t in texts[split])
+            out.append({"split": split, "other": other, "shared": shared, "n": len(texts[split])})
+    return out
+
+
+def overlap_warning(found: Sequence[Mapping[str, Any]]) -> str | None:
+    """One line naming each evaluated split that shares more than MAX_OVERLAP of its examples with
+    another split (``overlaps``), with the count and share; else None."""
+    over = [o for o in found if o["n"] and o["shared"] / o["n"] > MAX_OVERLAP]
+    if not over:
+        return None
+    listed = "; ".join(
+        f"{o['split']} shares {o['shared']} of its {o['n']} examples ({100 * o['shared'] / o['n']:.1f}%) "
+        f"with {o['other']}"
+        for o in over
+    )
+    return (
+        f"overlapping splits: {listed} (same text; more than {100 * MAX_OVERLAP:g}% is warned): an "
+        "example the model was trained or chosen on measures memory, not generalisation; check "
+        "data.source for a copied file or duplicated rows"
     )
 
 

@@ -90,7 +90,12 @@ FILE_CASES: dict[str, tuple[dict[str, str | bytes], str, list[str]]] = {
     "csv-50-mb-line": (
         {"d.csv": CSV + "x" * (50 * 2**20) + ",1\n"},
         "d.csv",
-        ["d.csv line 42", "field larger than field limit", "at most 1,000,000 characters"],
+        ["d.csv line 42", "longer than 4,000,006 characters", "at most 1,000,000 characters"],
+    ),
+    "csv-quoted-field-over-limit-across-lines": (
+        {"d.csv": CSV + '"' + ("x" * 999 + "\n") * 1001 + '",1\n'},
+        "d.csv",
+        ["d.csv line 1042", "field larger than field limit", "at most 1,000,000 characters"],
     ),
     "json-text-over-limit": (
         {"d.jsonl": json.dumps({"sentence": "x" * 1_000_001, "label": 0}) + "\n"},
@@ -385,7 +390,7 @@ CLI_CASES = {
     ),
     "csv-50-mb-line": Case(
         ["data.task=text", "data.source=d.csv"],
-        ["d.csv line 42", "field larger than field limit"],
+        ["d.csv line 42", "longer than 4,000,006 characters"],
         {"d.csv": CSV + "x" * (50 * 2**20) + ",1\n"},
     ),
     "dev-null": Case(["data.task=text", "data.source=/dev/null"], ["neither a regular file nor a folder"]),

@@ -1,6 +1,6 @@
 """Splits you can see (datamodules/splits.py): each split's size and how it was made, recorded
 with the cached data, and one warning when a validation or test split is too small to tell
-variants apart."""
+variants apart or that shares its examples with another split."""
 
 from __future__ import annotations
 
@@ -11,12 +11,22 @@ import pytest
 
 from ablate.datamodules import ClassificationDataModule, datamodule, text
 from ablate.datamodules.config import DataConfig
-from ablate.datamodules.splits import MIN_EVAL_EXAMPLES, describe, small_splits_warning, split_record
+from ablate.datamodules.splits import (
+    MAX_OVERLAP,
+    MIN_EVAL_EXAMPLES,
+    describe,
+    overlap_warning,
+    overlaps,
+    small_splits_warning,
+    split_record,
+)
 
 
-def csv_file(path: Path, n: int) -> Path:
+def csv_file(path: Path, n: int, first: int = 0) -> Path:
+    """``n`` rows numbered from ``first``: files with other ``first``s share no text."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("sentence,label\n" + "".join(f"w{i} film number {i},{i % 2}\n" for i in range(n)))
+    rows = range(first, first + n)
+    path.write_text("sentence,label\n" + "".join(f"w{i} film number {i},{i % 2}\n" for i in rows))
     return path
 
 
@@ -68,7 +78,8 @@ def test_a_folder_names_its_files_and_large_splits_warn_nothing(
 ) -> None:
     folder = tmp_path / "d"
     files = {
-        name: csv_file(folder / f"{name}.csv", n) for name, n in (("train", 50), ("dev", 120), ("test", 130))
+        name: csv_file(folder / f"{name}.csv", n, first)
+        for name, n, first in (("train", 50, 0), ("dev", 120, 1000), ("test", 130, 2000))
     }
     dm = text_dm(tmp_path, folder)
     assert dm.split_record == {
@@ -128,3 +139,68 @@ def test_the_warning_names_each_small_evaluation_split() -> None:
         is None
     )
     assert describe(record).startswith("train 20 (file); validation 15 (not recorded)")
+
+
+# --- splits that share examples ---------------------------------------------------------------
+
+
+def overlap_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("warning: overlapping splits")]
+
+
+@pytest.mark.parametrize("flip", [False, True], ids=["same-file", "same-texts-flipped-labels"])
+def test_a_test_file_that_is_the_train_file_warns_and_trains(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flip: bool
+) -> None:
+    """One warning line naming both splits, the count and the share; the data still load. A text
+    counts whatever its label: the same sentences with every label flipped are the same leak."""
+    folder = tmp_path / "d"
+    csv_file(folder / "train.csv", 150)
+    csv_file(folder / "dev.csv", 120, first=1000)
+    test = csv_file(folder / "test.csv", 150)
+    if flip:
+        test.write_text(
+            test.read_text().replace(",0\n", ",x\n").replace(",1\n", ",0\n").replace(",x\n", ",1\n")
+        )
+    dm = text_dm(tmp_path, folder)
+    assert len(dm.splits["test"]) == 150
+    lines = overlap_lines(capsys.readouterr().err)
+    assert len(lines) == 1, lines
+    assert "test shares 150 of its 150 examples (100.0%) with train" in lines[0]
+    assert "validation" not in lines[0] and "more than 1% is warned" in lines[0]
+    assert dm.read_warnings() == [lines[0].removeprefix("warning: ")]
+    text_dm(tmp_path, folder, batch_size=3)  # once per process, like the small-split warning
+    assert overlap_lines(capsys.readouterr().err) == []
+
+
+def test_an_overlap_counts_the_evaluated_split_and_warns_above_the_threshold() -> None:
+    """Each evaluated split against the splits before it; duplicates within it each count; 1 % of
+    the evaluated split is allowed (SST-2 shares 0.05 %), more is warned."""
+    train = [f"t{i}" for i in range(1000)]
+    found = overlaps(
+        {
+            "train": train,
+            "validation": ["t1", "t1", "v"] + [f"v{i}" for i in range(97)],
+            "test": ["t5"] + [f"s{i}" for i in range(99)] + ["v"],
+        }
+    )
+    assert found == [
+        {"split": "validation", "other": "train", "shared": 2, "n": 100},
+        {"split": "test", "other": "train", "shared": 1, "n": 101},
+        {"split": "test", "other": "validation", "shared": 1, "n": 101},
+    ]
+    warning = overlap_warning(found)
+    assert warning is not None and warning.startswith(
+        "overlapping splits: validation shares 2 of its 100 examples (2.0%) with train (same text;"
+    )
+    assert "test shares" not in warning  # 1 of 101 is under MAX_OVERLAP
+    at_limit = [{"split": "test", "other": "train", "shared": round(MAX_OVERLAP * 300), "n": 300}]
+    assert overlap_warning(at_limit) is None and overlap_warning([]) is None
+
+
+def test_a_synthetic_task_counts_no_overlap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Generated splits share short sequences by design (one distribution): no warning."""
+    sizes = {"n_train": 200, "n_val": 100, "n_test": 100, "min_len": 2, "max_len": 3, "n_symbols": 1}
+    dm = ClassificationDataModule(DataConfig(task="order", cache_dir=str(tmp_path), **sizes))
+    dm.setup()
+    assert dm.read_warnings() == [] and overlap_lines(capsys.readouterr().err) == []
