@@ -44,7 +44,7 @@ from ablate.errors import ConfigError
 from ablate.lit_modules.model.kinds import KINDS
 from ablate.sweeps.drivers.defaults import DEFAULT_FACTORS
 from ablate.sweeps.integrations.review_files import REPORT_FILE, WORKSPACE_FILE
-from ablate.sweeps.ledger.secrets import STORAGE_ENV
+from ablate.sweeps.ledger.secrets import STORAGE_ENV, shown
 
 EXIT_USAGE = 2
 
@@ -399,7 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv  # what a restart under a pinned CPU ISA reruns (commands.pin_process)
     stray = [x for x in extra if x.startswith("-") or "=" not in x]
     if stray or (extra and not hasattr(args, "overrides")):
-        parser.error(f"unrecognized arguments: {' '.join(stray or extra)}{habit_hint(stray or extra)}")
+        # `ablate train --storage URL` (train has none): the error shows no password.
+        unknown = " ".join(shown(x) for x in stray or extra)
+        parser.error(f"unrecognized arguments: {unknown}{habit_hint(stray or extra)}")
     if extra:
         args.overrides = [*args.overrides, *extra]
     storage_from_env(args)

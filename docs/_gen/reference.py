@@ -18,9 +18,11 @@ config field has no DOCS line, or when a command-line argument has no help text.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import html
 import inspect
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -139,7 +141,37 @@ def render_config() -> str:
         f"| `seed` | int | `0` | {range_text(TrainConfig, 'seed')} | {cell(TrainConfig.DOCS['seed'])} |"
     )
     lines.append(f"| `plugins` | list of str | `[]` |  | {cell(TrainConfig.DOCS['plugins'])} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *option_rows()]) + "\n"
+
+
+def option_rows() -> list[str]:
+    """The built-in components' own options (``model.<key>_options``; lit_modules/model/kinds.py)."""
+    from ablate.lit_modules.model import registry
+
+    lines = [
+        "",
+        "## Component options",
+        "",
+        "A component's own options, set under its kind's key (`model.pe_options.base: 500`, or "
+        "`model.pe_options.base=500` on the command line) and filled in with their defaults in the "
+        "resolved config; an option the chosen component does not have is an error. The built-ins':",
+        "",
+        *TABLE_HEAD,
+    ]
+    for kind, field in registry.OPTIONS_KEYS.items():
+        for name in registry.names(kind):
+            options = getattr(registry.get(kind, name), "Options", None)
+            if registry.is_builtin(kind, name) and options is not None:
+                key = registry.CONFIG_KEYS[kind]
+                rows = config_rows(options, f"model.{field}.")
+                lines += [_with(row, key, name) for row in rows]
+    return lines
+
+
+def _with(row: str, key: str, name: str) -> str:
+    """A table row whose meaning starts with the component it belongs to."""
+    head, _, meaning = row.rstrip(" |").rpartition(" | ")
+    return f"{head} | (`{key}: {name}`) {meaning} |"
 
 
 # ---- command line ------------------------------------------------------------------------------
@@ -224,11 +256,26 @@ version.
 """
 
 
+@contextlib.contextmanager
+def without_ablate_env() -> Iterator[None]:
+    """``os.environ`` without the ``ABLATE_*`` variables inside the body, all back after: a
+    default read from one (``$ABLATE_STORAGE`` may hold a password) never reaches the page, which
+    is the same on every machine. The parser reads none today (cli/parser.py ``storage_from_env``:
+    a command's help says "default $ABLATE_STORAGE if set, else ..."); this keeps it so."""
+    saved = {k: os.environ.pop(k) for k in [k for k in os.environ if k.startswith("ABLATE_")]}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 def render_cli() -> str:
     from ablate.cli.parser import build_parser
 
+    with without_ablate_env():
+        parser = build_parser()
     lines = [GENERATED, "", CLI_INTRO.rstrip("\n")]
-    for name, summary, p in subcommands(build_parser()):
+    for name, summary, p in subcommands(parser):
         args = sorted(arguments(p), key=lambda a: bool(a.option_strings))  # positionals first
         summary = plain_cell(summary)
         lines += ["", f"## `ablate {name}`", "", f"{summary[:1].upper()}{summary[1:]}.", ""]

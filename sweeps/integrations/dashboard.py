@@ -30,13 +30,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from wsgiref.simple_server import make_server
 
 from optuna.artifacts import FileSystemArtifactStore
 from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
 from ablate.errors import ConfigError
+from ablate.sweeps.integrations.http_server import WSGIApp, threaded_server
 from ablate.sweeps.ledger.run_folder import read_json_object, read_summary, study_storage
 from ablate.sweeps.ledger.storage import one_line
 
@@ -57,7 +57,6 @@ gap:1.5em;align-items:baseline;flex-wrap:wrap}#ablate-bar .go{margin-left:auto}
 #ablate-bar .why{color:#555;font-size:12px}body>h1:first-of-type{margin:0 0 .3em}
 body>p{margin:.5em 0}body>ul.small:first-of-type,body>table:first-of-type~*{order:2}
 body>div.plots{order:1}body>div.plots~*{order:3}body>div.cost{order:1}"""
-WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -292,6 +291,10 @@ def review_app(page: ReviewPage, dashboard: WSGIApp) -> WSGIApp:
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO") or "/"
         if path not in ("/", STATE_PATH):
+            # optuna-dashboard (0.21) serves /static/* and /favicon.ico by reading the request's
+            # Accept-Encoding header, and a request without one (curl, a probe) got a 500 and a
+            # traceback. None means identity (no gzip), the one coding every client reads.
+            environ.setdefault("HTTP_ACCEPT_ENCODING", "identity")
             return dashboard(environ, start_response)
         if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
             start_response("405 Method Not Allowed", [("Allow", "GET, HEAD")])
@@ -328,11 +331,13 @@ def serve(run_dir: Path, *, host: str = "127.0.0.1", port: int = 8080, storage: 
     The server runs in a thread rather than through ``optuna_dashboard.run_server``:
     wsgiref's request handler catches *every* exception, so a Ctrl-C that lands while a
     response is being written would be logged and swallowed, and the server would keep
-    running. Signals reach only the main thread, which here does nothing but wait.
+    running. Signals reach only the main thread, which here does nothing but wait. Each
+    connection has a thread of its own and ``http_server.TIMEOUT_S`` seconds for each read
+    and write, so a client that hangs holds up no other (sweeps/integrations/http_server.py).
     """
     page = open_review(run_dir, storage)  # the folder first: its errors say more than the port's
     check_port_free(host, port)
-    httpd = make_server(host, port, make_app(page))
+    httpd = threaded_server(host, port, make_app(page))
     thread = threading.Thread(target=httpd.serve_forever, name="dashboard", daemon=True)
     print(f"review page for {page.name!r}: http://{host}:{port}/", flush=True)
     print(f"optuna-dashboard: http://{host}:{port}/dashboard/", flush=True)
@@ -345,5 +350,5 @@ def serve(run_dir: Path, *, host: str = "127.0.0.1", port: int = 8080, storage: 
         while thread.is_alive():
             thread.join(0.5)
     finally:
-        httpd.shutdown()  # waits for the request in flight
+        httpd.shutdown()  # stops accepting; a connection still open ends with its daemon thread
         httpd.server_close()

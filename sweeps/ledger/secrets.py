@@ -14,12 +14,28 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 STORAGE_ENV = "ABLATE_STORAGE"
-_USER_PASSWORD = re.compile(r"(//[^:/@\s]*:)[^@/\s]*@")
+# ``scheme://user:password@host``: the password runs to the LAST ``@`` of the URL. SQLAlchemy
+# takes a password raw up to the first ``@`` (``/``, ``:``, ``?``, spaces and all: ``u:pa/ss@h``
+# logs in as ``pa/ss``), but an unencoded ``@`` is a typo of ``%40`` whose both halves are
+# secret: ``make_url`` reads ``u:p@ss/w:rd@h/db`` as password ``p``, host ``ss``, so its own
+# masking (``render_as_string(hide_password=True)``) would show ``ss/w:rd``. Masking to the last
+# ``@`` hides at worst a host or a path with an ``@`` in it too. The user name stops at ``:`` and
+# ``/`` (no password then: ``sqlite:////a:b@c.db`` is a path), as in SQLAlchemy, and may hold an
+# ``@`` (``me@corp:pw@h``).
+_USER = r"([A-Za-z][\w+.-]*://[^:/\s]*:)"
+_IN_TEXT = re.compile(_USER + r"\S*@")  # a URL inside a message ends at whitespace
+_WHOLE = re.compile(r"(?:--[\w-]+=)?" + _USER + r".*@")  # a lone URL: its password may hold a space
+_QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&;\s]*", re.IGNORECASE)  # psycopg2 reads ?password=
 
 
-def shown(url: str) -> str:
-    """The URL for a message, its password masked (also in a URL that does not parse)."""
-    return _USER_PASSWORD.sub(r"\1***@", url)
+def shown(text: str) -> str:
+    """``text`` (a URL, a ``--storage=URL`` argument, or a message holding URLs) for a message,
+    every password masked, also in a URL that does not parse; nothing else changes."""
+    if whole := _WHOLE.match(text):  # the text is one URL: it ends at the end, not at a space
+        text = f"{text[: whole.end(1)]}***@{text[whole.end() :]}"
+    else:
+        text = _IN_TEXT.sub(r"\1***@", text)
+    return _QUERY_PASSWORD.sub(r"\1***", text)
 
 
 @contextmanager
