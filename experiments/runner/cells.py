@@ -31,6 +31,7 @@ from lightning.pytorch.loggers import Logger
 
 from ablate.datamodules import ClassificationDataModule
 from ablate.errors import ConfigError
+from ablate.experiments.runner.building import build_model
 from ablate.experiments.schema.config import SeedStreams, TrainConfig
 from ablate.experiments.schema.machine import numerics_record, require_pinned
 from ablate.experiments.schema.memory import check_memory
@@ -254,21 +255,27 @@ def _group_model(
     cfg: TrainConfig, dm: ClassificationDataModule, streams: list[SeedStreams]
 ) -> LitClassifier | LitSeedParallel:
     """The model of one group, its weights drawn from each seed's init stream: one seed alone
-    (``trainer.seed_parallel == 1``), or a stack of them."""
+    (``trainer.seed_parallel == 1``), or a stack of them; a component that raises while it is
+    built is a ConfigError naming it (experiments/runner/building.py)."""
     sizes = {"vocab_size": dm.vocab_size, "n_classes": dm.n_classes, "max_steps": cfg.trainer.max_steps}
     if cfg.trainer.seed_parallel > 1:
-        return LitSeedParallel(
+        return build_model(
             cfg.model,
-            cfg.optim,
-            **sizes,
-            seeds=[s.dropout for s in streams],
-            init_seeds=[s.init for s in streams],
-            numerics=[s.numerics for s in streams],
-            pad_to=dm.longest("train"),
+            lambda: LitSeedParallel(
+                cfg.model,
+                cfg.optim,
+                **sizes,
+                seeds=[s.dropout for s in streams],
+                init_seeds=[s.init for s in streams],
+                numerics=[s.numerics for s in streams],
+                pad_to=dm.longest("train"),
+            ),
         )
     # Seed after data preparation so init does not depend on what data loading drew.
     L.seed_everything(streams[0].init, workers=True, verbose=False)
-    lit = LitClassifier(cfg.model, cfg.optim, **sizes, seed=streams[0].dropout)
+    lit = build_model(
+        cfg.model, lambda: LitClassifier(cfg.model, cfg.optim, **sizes, seed=streams[0].dropout)
+    )
     perturb_ulp(lit.model, streams[0].numerics)  # after the init, before training
     if cfg.trainer.compile:
         lit.model = torch.compile(lit.model)

@@ -310,7 +310,10 @@ class RecordedSpec(ExperimentSpec):
         from ablate.lit_modules.components import plugins
 
         entries = {plugins.name_of(e): e for e in self.base.plugins}
-        records = [plugins.recorded(entries.get(n, n), h) for n, h in self.plugin_sources().items()]
+        records = [
+            plugins.recorded(entries.get(n) or plugins.entry_of(n, self.base.plugins) or n, h)
+            for n, h in self.plugin_sources().items()
+        ]
         return sorted(records, key=lambda r: r["module"])
 
 

@@ -12,7 +12,9 @@ Installed packages may instead declare the entry-point group ``ablate.components
 (lit_modules/model/registry.py loads those). Each plugin is recorded with its module, its file, the
 SHA-256 of its code (``code_hash``, over every ``.py`` file of a package) and its distribution's
 version: the study's identity includes the hashes, so a study refuses to resume after a plugin's
-code changed. The code is the source's tokens without its comments, docstrings, blank lines and
+code changed. A hash is keyed by the plugin's absolute path (a module's: its name), so that two
+plugins with one file name (``a/p.py``, ``b/p.py``) are both recorded; studies recorded before
+keyed a file by its name alone (``keyed_by_file_name``, ``entry_of`` read that form). The code is the source's tokens without its comments, docstrings, blank lines and
 layout: an edit of those cannot move a number, so the study resumes after one. Studies recorded
 before hashed the full source (``source_hash``); one still resumes while its plugins match that.
 
@@ -23,6 +25,8 @@ reading a study's results records what it recorded (``recorded``) and imports no
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import hashlib
 import importlib
 import importlib.util
@@ -30,7 +34,7 @@ import io
 import os
 import sys
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from importlib.machinery import ModuleSpec
 from pathlib import Path
@@ -52,9 +56,37 @@ def absolute(entry: str, folder: Path) -> str:
     return os.path.abspath(Path(folder, os.path.expanduser(entry))) if is_file(entry) else entry
 
 
+_BY_FILE_NAME: contextvars.ContextVar[bool] = contextvars.ContextVar("by_file_name", default=False)
+
+
 def name_of(entry: str) -> str:
-    """The plugin's name in ``plugin_sources``: a file's name, or the module's."""
-    return Path(entry).name if is_file(entry) else entry
+    """The plugin's key in ``plugin_sources``: a file's absolute path (two plugins may share a
+    file name: ``a/p.py``, ``b/p.py``), or the module's name. Inside ``keyed_by_file_name``, a file's
+    name alone, as studies recorded it before."""
+    if not is_file(entry):
+        return entry
+    return Path(entry).name if _BY_FILE_NAME.get() else os.path.abspath(entry)
+
+
+@contextlib.contextmanager
+def keyed_by_file_name() -> Iterator[None]:
+    """Inside: ``name_of`` gives a file plugin's file name, the key studies recorded before plugins
+    were keyed by their path; so that the identity such a study recorded can be computed again."""
+    token = _BY_FILE_NAME.set(True)
+    try:
+        yield
+    finally:
+        _BY_FILE_NAME.reset(token)
+
+
+def entry_of(key: str, entries: Iterable[str]) -> str | None:
+    """The entry of ``entries`` that a ``plugin_sources`` key names: by its key, or by its file
+    name alone (a study recorded before keys were paths) when no other entry has that name."""
+    entries = list(entries)
+    if found := next((e for e in entries if name_of(e) == key), None):
+        return found
+    named = [e for e in entries if is_file(e) and Path(e).name == key]
+    return named[0] if len(named) == 1 else None
 
 
 def module_name(entry: str) -> str:
@@ -86,7 +118,7 @@ def import_plugin(entry: str) -> ModuleType:
     except ConfigError:
         del sys.modules[name]
         raise
-    except Exception as err:
+    except (Exception, SystemExit) as err:  # sys.exit() in a plugin is its failure, not the command's end
         del sys.modules[name]
         raise _failed(entry, err) from None
     return module
@@ -103,18 +135,24 @@ def _import_module(entry: str) -> ModuleType:
                 f"plugin {entry!r}: no such module (a file of your own: write its path, e.g. {entry}.py)"
             ) from None
         raise _failed(entry, err) from None
-    except Exception as err:
+    except (Exception, SystemExit) as err:
         raise _failed(entry, err) from None
 
 
-def _failed(entry: str, err: Exception) -> ConfigError:
+def _failed(entry: str, err: BaseException) -> ConfigError:
     """The error of a plugin whose code raised ``err`` on import: a module it imports missing is
-    named as that, with the plugin that imports it."""
+    named as that, with the plugin that imports it; an exit (``sys.exit``) as one, whatever its
+    code, since nothing was run."""
     shown = entry if is_file(entry) else repr(entry)
     if isinstance(err, ModuleNotFoundError) and err.name:
         return ConfigError(
             f"plugin {shown} failed to import: it imports the module {err.name!r}, which is not "
             "installed here (install it where the plugin runs)"
+        )
+    if isinstance(err, SystemExit):
+        return ConfigError(
+            f"plugin {shown} failed to import: it exited (SystemExit: {err.code!r}, e.g. sys.exit()); "
+            "a plugin must only define and register its components"
         )
     return ConfigError(f"plugin {shown} failed to import: {type(err).__name__}: {err}")
 
@@ -320,7 +358,7 @@ def _record(entry: str, module: str, files: list[Path], sha256: str | None) -> d
     dist, version = (None, None) if is_file(entry) else _distribution(module)
     return {
         "plugin": entry,
-        "name": name_of(entry) if is_file(entry) else module,  # where it lives aside
+        "name": name_of(entry) if is_file(entry) else module,  # its key in plugin_sources
         "module": module,
         "file": str(files[0]) if files else None,
         "sha256": sha256,

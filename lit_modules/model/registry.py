@@ -107,7 +107,7 @@ def load_entry_points() -> None:
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             ep.load()
-        except Exception as err:  # a broken plugin: exit 2 naming it, not a traceback
+        except (Exception, SystemExit) as err:  # a broken plugin (or one that exits): exit 2 naming it
             raise ConfigError(
                 f"the installed plugin {ep.value!r} (entry point {ep.name!r} of "
                 f"{ep.dist.name if ep.dist else 'a package'}) failed to import: {type(err).__name__}: {err}"

@@ -73,10 +73,9 @@ def prepare_data(specs: list[ExperimentSpec]) -> None:
     bad column) is then one error in seconds with nothing written, instead of the same failure
     in every cell, retried. The workers find the cache built (keyed by the data's config and
     content, datamodules/datamodule.py), so their cells are the ones they would have built.
-    A validation or test split below MIN_EVAL_EXAMPLES is one warning line per data set, here
-    (the workers print it only to their logs)."""
+    A validation or test split below MIN_EVAL_EXAMPLES, or splits that share examples, is one
+    warning line per data set, here (the workers print it only to their logs)."""
     from ablate.datamodules.datamodule import ClassificationDataModule
-    from ablate.datamodules.splits import small_splits_warning
 
     seen: set[str] = set()
     for spec in specs:
@@ -89,7 +88,7 @@ def prepare_data(specs: list[ExperimentSpec]) -> None:
                 dm.prepare_data()
             except ConfigError as err:
                 raise ConfigError(f"{spec.name}: variant {variant!r}: {err}") from None
-            if warning := small_splits_warning(dm.read_split_record()):
+            for warning in dm.read_warnings():
                 who = spec.name if i == 0 else f"{spec.name}: variant {variant!r}"
                 console.print(f"{who}: warning: {warning}", markup=False, style="yellow", soft_wrap=True)
 
@@ -105,9 +104,12 @@ def _open(spec: ExperimentSpec, run_dir: Path, options: RunOptions) -> Grid:
     url = prepare_run(run_dir, options.storage, options.workers)
     with new_output_folder(run_dir):
         check_run_folder(run_dir, "sweep", spec.name)
-        store = open_store(spec, url, create=True, **options.heartbeats)
+        # A plugin fixed under cells that all failed: taken here, with a note (CellStore).
+        store = open_store(spec, url, create=True, plugin_fix=True, **options.heartbeats)
         mark_run_folder(run_dir, "sweep", spec.name)
     grid = Grid(spec, store, run_dir, url, file_identity(url))
+    for note in store.notes:  # e.g. a plugin fixed under cells that had all failed
+        console.print(f"{spec.name}: {note}", markup=False, soft_wrap=True)
     if options.retry_failed and (retried := store.retry_failed()):
         console.print(
             f"{spec.name}: retrying {len(retried)} cell(s) that had failed for good: {', '.join(retried)}",

@@ -33,6 +33,16 @@ NODE_LOCAL = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 # submitit's keys that take a list or a mapping, which KEY=VALUE,... cannot spell.
 NOT_SCALAR = frozenset({"setup", "teardown", "srun_args", "additional_parameters"})
 LOCAL_TIMEOUT_MIN = 7 * 24 * 60  # submitit's local default is 2 minutes
+# A worker's log line when a ConfigError stopped it (a plugin changed since the driver recorded
+# it, a study that refuses the spec): the driver prints what follows the mark, so that the reason
+# is in its own output, not only in a worker's log.
+STOPPED = "worker stopped: "
+
+
+def stop_reason(text: str) -> str | None:
+    """What the last ``STOPPED`` line of a worker's log ``text`` says, or None."""
+    reasons = [line.partition(STOPPED)[2].strip() for line in text.splitlines() if STOPPED in line]
+    return reasons[-1] if reasons else None
 
 
 @dataclass(frozen=True)
@@ -90,7 +100,7 @@ def check_launcher(kind: str, slurm: str | None, run_dir: Path, storage_file: Pa
         if path is not None and (root := node_local(path)):
             raise ConfigError(
                 f"--launcher slurm: {what} {path} is under {root}, which jobs on other nodes cannot "
-                "see; put it on a shared file system (--out, --storage journal:/shared/study.log)"
+                "see; put it on a shared file system (--runs, --storage journal:/shared/study.log)"
             )
     if not (shutil.which("sbatch") and shutil.which("srun")):
         raise ConfigError("--launcher slurm: no sbatch/srun here; run ablate sweep on a SLURM login node")
@@ -143,6 +153,13 @@ class JobHandle:
 
     def failed(self) -> bool:
         return self.job.exception() is not None
+
+    def reason(self) -> str | None:
+        """Why the job's worker stopped, as its log says (``stop_reason``), or None."""
+        try:
+            return stop_reason((self.job.stdout() or "") + (self.job.stderr() or ""))
+        except OSError:
+            return None
 
 
 def make_executor(launcher: Launcher, folder: Path, name: str) -> Any:

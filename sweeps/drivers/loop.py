@@ -35,7 +35,7 @@ from rich.progress import (
 )
 
 from ablate.errors import ConfigError
-from ablate.sweeps.drivers.launcher import Launcher, start_jobs
+from ablate.sweeps.drivers.launcher import STOPPED, Launcher, start_jobs, stop_reason
 from ablate.sweeps.drivers.options import RunOptions
 from ablate.sweeps.ledger.journal import is_journal, journal_path, journal_url
 from ablate.sweeps.ledger.secrets import STORAGE_ENV, shown
@@ -46,6 +46,7 @@ from ablate.sweeps.ledger.study_file import check_storage_url
 console = Console(stderr=True, soft_wrap=not Console(stderr=True).is_terminal)
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+LOG_TAIL = 64 * 1024  # bytes of a failed worker's log read for its stop reason
 W = TypeVar("W")
 
 
@@ -117,7 +118,10 @@ def work_loop(
                 log.exception("%s: could not mark it failed", what)
             if interrupted:
                 raise KeyboardInterrupt from None
-            log.error("%s failed:\n%s", what, traceback.format_exc())
+            if isinstance(err, ConfigError):  # the user's to fix, said in one line: no traceback
+                log.error("%s failed: %s", what, err)
+            else:
+                log.error("%s failed:\n%s", what, traceback.format_exc())
 
 
 @dataclass
@@ -235,9 +239,10 @@ def _set_env(key: str, value: str | None) -> None:
 
 @dataclass
 class ProcessHandle:
-    """A worker process on this machine (``--launcher processes``)."""
+    """A worker process on this machine (``--launcher processes``), and its log file."""
 
     proc: subprocess.Popen
+    log: Path | None = None
 
     def running(self) -> bool:
         return self.proc.poll() is None
@@ -252,6 +257,17 @@ class ProcessHandle:
     def failed(self) -> bool:
         return self.proc.returncode != 0
 
+    def reason(self) -> str | None:
+        """Why the worker stopped, as the end of its log says (``stop_reason``), or None."""
+        if self.log is None:
+            return None
+        try:
+            with self.log.open("rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - LOG_TAIL))
+                return stop_reason(f.read().decode(errors="replace"))
+        except OSError:
+            return None
+
 
 def _start_processes(
     command: WorkerCommand, run_dir: Path, workers: int, url: str | None
@@ -260,11 +276,12 @@ def _start_processes(
     stem = command.module.rsplit(".", 1)[-1]
     handles = []
     for i in range(workers):
-        log = open(run_dir / "logs" / f"{stem}-{i}.log", "a")  # noqa: SIM115 (lives as long as the worker)
+        path = run_dir / "logs" / f"{stem}-{i}.log"
+        log = open(path, "a")  # noqa: SIM115 (lives as long as the worker)
         cmd = worker_command(command.module, command.args)
         env = _worker_env(i, url, command.env)
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-        handles.append(ProcessHandle(proc))
+        handles.append(ProcessHandle(proc, path))
     return handles
 
 
@@ -362,3 +379,5 @@ def run_workers(
     bad = [h for h in handles if h.failed()]
     if bad:  # paths and URLs are printed as text: a '[' in them is not rich markup
         console.print(f"{len(bad)} worker(s) exited with errors; see {logs}", markup=False, style="yellow")
+        for reason in dict.fromkeys(r for h in bad if (r := h.reason())):  # each once, in order
+            console.print(f"{STOPPED}{reason}", markup=False, style="yellow", soft_wrap=True)

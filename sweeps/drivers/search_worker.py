@@ -20,6 +20,7 @@ from optuna_integration import PyTorchLightningPruningCallback
 
 from ablate.errors import ConfigError
 from ablate.experiments.runner.cells import run_trial
+from ablate.sweeps.drivers.launcher import STOPPED
 from ablate.sweeps.drivers.loop import heartbeats, work_loop
 from ablate.sweeps.ledger.run_folder import read_run_spec
 from ablate.sweeps.ledger.search_store import SearchStore
@@ -124,20 +125,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"give --storage URL or set {STORAGE_ENV}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s[%(process)d] %(message)s")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    spec = read_run_spec(Path(args.run_dir))
-    store = SearchStore(
-        spec,
-        args.storage,
-        args.variants.split(","),
-        args.trials,
-        heartbeat_interval=args.heartbeat,
-        grace_period=args.grace,
-    )
     start = time.perf_counter()
     try:
+        store = SearchStore(
+            read_run_spec(Path(args.run_dir)),
+            args.storage,
+            args.variants.split(","),
+            args.trials,
+            heartbeat_interval=args.heartbeat,
+            grace_period=args.grace,
+        )
         ran = work(store, open_artifacts(Path(args.run_dir)))
     except KeyboardInterrupt:
         return 130
+    except ConfigError as err:  # e.g. a plugin changed since the driver recorded it: one line
+        log.error("%s%s", STOPPED, err)  # which the driver prints (sweeps/drivers/launcher.py)
+        return 2  # as the command line's usage errors
     log.info("ran %d trials in %.0f s", ran, time.perf_counter() - start)
     return 0
 

@@ -21,10 +21,12 @@ import optuna
 from optuna.artifacts import FileSystemArtifactStore, upload_artifact
 from optuna.trial import TrialState
 
+from ablate.errors import ConfigError
 from ablate.experiments.runner.cells import run_cells
 from ablate.experiments.schema.machine import numerics_key
 from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.files import atomic_dir
+from ablate.sweeps.drivers.launcher import STOPPED
 from ablate.sweeps.drivers.loop import (
     INTERRUPTS,
     deferred_interrupts,
@@ -174,6 +176,9 @@ def record(store: CellStore, trial: optuna.Trial, result, wandb_id: str | None) 
     )
     wandb = {"wandb_id": wandb_id} if wandb_id else {}  # no empty column for a run without W&B
     numerics = {"numerics": numerics_key(result.numerics)} if result.numerics else {}
+    # A result counts only under the identity its code had: a driver may have taken a plugin's
+    # new code meanwhile (sweeps/ledger/cells.py check_identity).
+    store.check_identity()
     set_attrs(trial, {**attrs, "steps": result.steps, **wandb, **numerics})
     # Optuna fails NaN values; a diverged run is a result, so it stores the worst value.
     store.study.tell(trial, objective(result.metrics, spec.metric, spec.direction))
@@ -294,7 +299,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s[%(process)d] %(message)s")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     dirs = [Path(d) for d in args.run_dir]
-    studies = [(read_run_spec(d), d, args.storage or default_storage(d)) for d in dirs]
     # SLURM's scancel and job time limits send SIGTERM: handle it as Ctrl-C, so the running
     # cell is marked interrupted and requeued at once, not after its heartbeat's grace period.
     # Ctrl-C too, explicitly: a worker started from a non-interactive shell's background job
@@ -302,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_terminate)
     try:
+        studies = [(read_run_spec(d), d, args.storage or default_storage(d)) for d in dirs]
         work(
             studies,
             use_wandb=not args.no_wandb,
@@ -311,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     except KeyboardInterrupt:
         return 130
+    except ConfigError as err:  # e.g. a plugin changed since the driver recorded it: one line
+        log.error("%s%s", STOPPED, err)  # which the driver prints (sweeps/drivers/launcher.py)
+        return 2  # as the command line's usage errors
     return 0
 
 

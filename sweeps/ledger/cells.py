@@ -32,8 +32,9 @@ from optuna.exceptions import ExperimentalWarning
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
+from ablate.errors import ConfigError
 from ablate.experiments.specs.spec import ExperimentSpec
-from ablate.sweeps.ledger.identity import changed_keys, code_hashed, refuse_changes
+from ablate.sweeps.ledger.identity import changed_keys, code_hashed, plugin_fix, refuse_changes
 from ablate.sweeps.ledger.secrets import shown
 from ablate.sweeps.ledger.storage import open_storage, retry_db, storage_where, study_lock
 from ablate.sweeps.ledger.study_views import trial_curve, trial_metrics
@@ -60,13 +61,17 @@ def open_store(
     create: bool = False,
     heartbeat_interval: int = 10,
     grace_period: int = 30,
+    plugin_fix: bool = False,
 ) -> CellStore:
     """The experiment's cell store on ``url``; its study is created if needed (safe to race), and
-    with ``create`` also a missing SQLite study file."""
+    with ``create`` also a missing SQLite study file. ``plugin_fix``: see CellStore."""
     storage = open_storage(
         url, create=create, heartbeat_interval=heartbeat_interval, grace_period=grace_period
     )
-    return retry_db(f"cannot open study {spec.name!r} in {shown(url)}", lambda: CellStore(spec, storage))
+    return retry_db(
+        f"cannot open study {spec.name!r} in {shown(url)}",
+        lambda: CellStore(spec, storage, plugin_fix=plugin_fix),
+    )
 
 
 def cell_key(variant: str, seed: int) -> str:
@@ -85,14 +90,20 @@ class CellState:
 
 
 class CellStore:
-    """The grid of one experiment in one Optuna study."""
+    """The grid of one experiment in one Optuna study.
 
-    def __init__(self, spec: ExperimentSpec, storage: BaseStorage) -> None:
+    With ``plugin_fix`` (the driver, on the user's command), a plugin whose code changed while no
+    complete or running cell ran it is taken with its new code (identity.plugin_fix); a worker
+    refuses any change, and one that opened the study before such a change stops at its next
+    claim or result (``check_identity``): its code is no longer the study's."""
+
+    def __init__(self, spec: ExperimentSpec, storage: BaseStorage, *, plugin_fix: bool = False) -> None:
         self.spec = spec
         self.storage = storage
         self._waiting: list[tuple[int, str | None]] = []  # (trial id, variant), in random order
         self._order = random.Random()  # each worker its own order
         self._upkeep_at = -math.inf
+        self.notes: list[str] = []  # what opening the study changed in its record, to tell the user
         self.study = optuna.create_study(
             study_name=spec.name,
             storage=storage,
@@ -107,20 +118,54 @@ class CellStore:
             # "identity" reads "spec" next.
             self.study.set_user_attr("spec", spec.to_dict())
             self.study.set_user_attr("identity", identity)
+            self.identity = identity
             return
         # Named key by key; the direction is not in the identity hash, but a study's direction is fixed.
         changes = changed_keys(attrs["spec"], spec.to_dict())
         if attrs["identity"] != identity or changes:
-            upgraded = code_hashed(attrs, spec)  # recorded before plugins were hashed by their code
-            if upgraded is None:
-                where = storage_where(storage)
-                refuse_changes(spec.name, where, changes, f"identity {attrs['identity']} != {identity}")
+            # Recorded in an older form, or a plugin fixed under cells that all failed.
+            upgraded = code_hashed(attrs, spec) or self._plugin_fixed(attrs, spec, changes, plugin_fix)
             for key, value in upgraded.items():  # "spec" first, as above
                 self.study.set_user_attr(key, value)
+        self.identity = identity  # what this process's code and spec make: check_identity
         # Seeds may grow between runs; remember the widest list.
         seeds = sorted(set(attrs["spec"]["seeds"]) | set(spec.seeds))
         if seeds != sorted(attrs["spec"]["seeds"]):
             self.study.set_user_attr("spec", {**spec.to_dict(), "seeds": seeds})
+
+    def _plugin_fixed(self, attrs: dict, spec: ExperimentSpec, changes: list[str], allowed: bool) -> dict:
+        """The study's new record when only plugin code changed and no complete or running cell ran
+        it (identity.plugin_fix; ``self.notes`` say so) and that is ``allowed``; else the refusal
+        naming what changed."""
+        if not allowed:
+            where = storage_where(self.storage)
+            refuse_changes(spec.name, where, changes, f"identity {attrs['identity']} != {spec.identity()}")
+        finished: dict[str, int] = {}
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)):
+            variant = t.user_attrs.get("variant")
+            finished[variant] = finished.get(variant, 0) + 1
+        fix = plugin_fix(attrs["spec"], spec, finished)
+        if fix is None or fix[1]:
+            where = storage_where(self.storage)
+            blockers = fix[1] if fix else []
+            refuse_changes(
+                spec.name, where, changes + blockers, f"identity {attrs['identity']} != {spec.identity()}"
+            )
+        self.notes += fix[0]
+        return {
+            "spec": {**attrs["spec"], "plugin_sources": spec.plugin_sources()},
+            "identity": spec.identity(),
+        }
+
+    def check_identity(self) -> None:
+        """A ConfigError when the study's identity is no longer the one this store opened it with:
+        a driver took a plugin's new code meanwhile (``plugin_fix``), which this process lacks."""
+        found = self.study.user_attrs.get("identity")
+        if found != self.identity:
+            raise ConfigError(
+                f"the study {self.spec.name!r} changed while this worker ran (identity {self.identity} -> "
+                f"{found}: a plugin's new code, taken by ablate sweep); start the worker again to run it"
+            )
 
     def states(self) -> dict[str, CellState]:
         trials = self.study.get_trials(deepcopy=False)
@@ -194,6 +239,7 @@ class CellStore:
         Stale and missing cells are enqueued first when nothing is waiting, and every
         ``UPKEEP_EVERY_S`` otherwise.
         """
+        self.check_identity()
         upkept = time.monotonic() - self._upkeep_at > UPKEEP_EVERY_S
         if upkept:
             self.ensure_cells()

@@ -16,7 +16,7 @@ from optuna.trial import TrialState
 from ablate.errors import ConfigError
 from ablate.experiments.specs.search_spec import SearchSpec
 from ablate.experiments.specs.spec import ExperimentSpec
-from ablate.sweeps.ledger.identity import changed_keys, refuse_changes
+from ablate.sweeps.ledger.identity import changed_keys, older_identities, refuse_changes
 from ablate.sweeps.ledger.storage import open_storage, retry_db, storage_where, study_lock
 from ablate.sweeps.ledger.study_views import name_objective
 
@@ -120,8 +120,10 @@ class SearchStore:
                 study.set_user_attr("settings", search_settings(spec))
                 study.set_user_attr("variant", v)
                 study.set_user_attr("identity", identity)
-            elif found != identity and found == search_identity(spec, full_source=True):
-                study.set_user_attr("identity", identity)  # its plugins unchanged, now hashed by their code
+            elif found != identity and found in older_identities(
+                spec, lambda full: search_identity(spec, full_source=full)
+            ):
+                study.set_user_attr("identity", identity)  # its plugins unchanged, recorded as today
             elif found != identity:
                 # Studies from before "settings" was stored can only be named by their hash.
                 stored = study.user_attrs.get("settings")

@@ -139,3 +139,49 @@ def test_a_module_that_the_plugin_imports_is_named_when_it_is_missing(
         plugins.import_plugin("ghostlib")
     with pytest.raises(ConfigError, match=r"plugin 'ghostlib.norms': no such module"):
         plugins.import_plugin("ghostlib.norms")
+
+
+@pytest.mark.parametrize("exit_call", ["sys.exit(0)", "sys.exit('bye')", "raise SystemExit(3)"])
+def test_a_plugin_that_exits_on_import_is_a_failure_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exit_call: str
+) -> None:
+    """An exit is no success: the command would end at once, exit 0, with nothing run."""
+    file = tmp_path / "quitter.py"
+    file.write_text(f"import sys\n{exit_call}\n")
+    with pytest.raises(ConfigError, match=rf"plugin {file} failed to import: it exited \(SystemExit"):
+        plugins.import_plugin(str(file))
+    assert plugins.module_name(str(file)) not in sys.modules  # not half-imported
+    (tmp_path / "quitter_mod.py").write_text(f"import sys\n{exit_call}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"plugin 'quitter_mod' failed to import: it exited"):
+        plugins.import_plugin("quitter_mod")
+
+
+def test_train_and_sweep_with_a_plugin_that_exits_on_import_exit_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ablate.cli.parser import main
+    from tests.helpers.configs import TINY_YAML, write_spec
+
+    quitter = tmp_path / "quitter.py"
+    quitter.write_text("import sys\nsys.exit(0)\n")
+    (tmp_path / "train.yaml").write_text(f"plugins: [{quitter}]\n{TINY_YAML}")
+    assert main(["train", str(tmp_path / "train.yaml"), "--out", str(tmp_path / "out")]) == 2
+    assert f"plugin {quitter} failed to import: it exited" in capsys.readouterr().err
+    spec = write_spec(tmp_path, plugins=[str(quitter)], seeds=1, heatmap_seeds=[0])
+    assert main(["sweep", str(spec), "--runs", str(tmp_path / "runs"), "--no-wandb"]) == 2
+    assert f"plugin {quitter} failed to import: it exited" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()
+
+
+def test_a_plugin_file_is_keyed_by_its_path_and_found_by_its_old_key(tmp_path: Path) -> None:
+    """Two plugin files may share a name (``a/p.py``, ``b/p.py``): each is keyed by its path;
+    studies recorded before keyed it by its file name, which finds it while it is the only one."""
+    a, b = str(tmp_path / "a" / "p.py"), str(tmp_path / "b" / "p.py")
+    assert (plugins.name_of(a), plugins.name_of(b), plugins.name_of("mylab.norms")) == (a, b, "mylab.norms")
+    with plugins.keyed_by_file_name():
+        assert (plugins.name_of(a), plugins.name_of("mylab.norms")) == ("p.py", "mylab.norms")
+    assert plugins.name_of(a) == a  # outside it, the path again
+    assert plugins.entry_of(b, [a, b]) == b and plugins.entry_of("p.py", [a]) == a
+    assert plugins.entry_of("p.py", [a, b]) is None  # which one it was cannot be told
+    assert plugins.entry_of("mylab.norms", [a, "mylab.norms"]) == "mylab.norms"

@@ -58,3 +58,10 @@ def test_slurm_needs_a_shared_storage_and_sbatch(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch, no srun
     with pytest.raises(ConfigError, match="no sbatch/srun here"):
         check_launcher("slurm", "partition=gpu", shared / "run", shared / "s.log")
+
+
+def test_a_node_local_run_folder_is_refused_naming_the_flags_sweep_takes() -> None:
+    """``sweep`` and ``search`` take ``--runs`` (``--out`` is ``train``'s): the advice names it."""
+    with pytest.raises(ConfigError) as refused:
+        check_launcher("slurm", None, Path("/tmp/runs/tiny"), None)
+    assert "(--runs, --storage journal:" in str(refused.value) and "--out" not in str(refused.value)

@@ -157,3 +157,57 @@ def test_a_cell_that_stops_before_training_opens_no_run(
     with pytest.raises(KeyboardInterrupt):
         worker.run_claimed(store, [trial], run_dir, use_wandb=True)
     assert events == []
+
+
+def test_a_worker_its_study_refuses_logs_one_line_that_the_driver_prints_and_exits_2(
+    tmp_path: Path, handlers: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """spec.json changed since the driver opened the study (as a plugin edited meanwhile changes
+    its hash): the worker says why in one log line, no traceback, and the driver's handle reads it."""
+    import subprocess
+    import sys
+
+    from ablate.sweeps.drivers.launcher import STOPPED
+    from ablate.sweeps.drivers.loop import ProcessHandle
+    from ablate.sweeps.ledger.cells import open_store
+    from ablate.sweeps.ledger.storage import sqlite_url
+
+    run_dir = tmp_path / "tiny"
+    run_dir.mkdir()
+    open_store(spec_from_dict(SPEC), sqlite_url(run_dir / "study.db"), create=True)
+    changed = {**SPEC, "base": {**TINY_BASE, "trainer": {**TINY_BASE["trainer"], "max_steps": 4}}}
+    write_json(run_dir / "spec.json", spec_from_dict(changed).to_dict())
+    assert worker.main(["--run-dir", str(run_dir), "--no-wandb"]) == 2
+    (record,) = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert record.getMessage().startswith(f"{STOPPED}the study 'tiny' in ") and record.exc_info is None
+    assert "trainer.max_steps: 3 -> 4" in record.getMessage() and "Traceback" not in caplog.text
+
+    log = tmp_path / "worker-0.log"
+    log.write_text(f"... noise\n2026-01-01 ablate.worker[1] {record.getMessage()}\n")
+    proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"])
+    proc.wait()
+    assert ProcessHandle(proc, log).reason() == record.getMessage().removeprefix(STOPPED)
+    assert ProcessHandle(proc, tmp_path / "none.log").reason() is None
+
+
+def test_a_cell_failing_with_a_config_error_is_logged_as_its_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    from ablate.errors import ConfigError
+    from ablate.sweeps.drivers.loop import work_loop
+
+    units = iter(["cell a/s0", None])
+    failed: list[str | None] = []
+
+    def run(unit: str) -> int:
+        raise ConfigError("the norm component model.norm_layer='x' failed to build: RuntimeError: boom")
+
+    work_loop(
+        lambda: next(units), run, lambda u, e: failed.append(e), describe=str, log=logging.getLogger("t")
+    )
+    assert failed == [
+        "ConfigError: the norm component model.norm_layer='x' failed to build: RuntimeError: boom"
+    ]
+    assert "cell a/s0 failed: the norm component" in caplog.text and "Traceback" not in caplog.text
