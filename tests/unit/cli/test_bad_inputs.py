@@ -52,14 +52,18 @@ CASES: dict[str, Case] = {
         ["model.norm_layer='scalenorm' is not a registered norm component", "registered: layernorm, rmsnorm"],
     ),
     "unknown-ffn": Case(["model.ffn=moe"], ["model.ffn='moe'", "registered: glu, mlp"]),
-    "kv-heads-not-dividing": Case(["model.n_kv_heads=3"], ["model.attention_options.n_kv_heads=3 must divide", "[1, 2]"]),
+    "kv-heads-not-dividing": Case(
+        ["model.n_kv_heads=3"], ["model.attention_options.n_kv_heads=3 must divide", "[1, 2]"]
+    ),
     "plugin-not-found": Case(["plugins=[nowhere.py]"], ["plugin", "nowhere.py: file not found"]),
     "plugin-import-error": Case(
         ["plugins=[broken.py]"],
         ["plugin", "broken.py failed to import: ZeroDivisionError"],
         {"broken.py": "1 / 0\n"},
     ),
-    "invalid-choice-norm": Case(["model.norm=diagonal"], ["model.block='diagonal'", "parallel, post, pre, rezero, sandwich"]),
+    "invalid-choice-norm": Case(
+        ["model.norm=diagonal"], ["model.block='diagonal'", "parallel, post, pre, rezero, sandwich"]
+    ),
     "heads-do-not-divide": Case(
         ["model.n_heads=3"],
         ["d_model=16 is not divisible by model.n_heads=3", "valid n_heads: [1, 2, 4, 8, 16]"],
