@@ -98,7 +98,7 @@ def _stepper(model: nn.Module, logits_of, batches: list[dict[str, Tensor]]):
 
 def encoder_vs_torch(*, steps: int, rounds: int, warmup: int, pool: str = "cls", norm: str = "pre") -> dict:
     """d_model 64, 4 heads, d_ff 128, 2 layers, dropout 0.1, batch 64, length 33 ([CLS] + 32)."""
-    cfg = ModelConfig(d_model=64, n_heads=4, d_ff=128, n_layers=2, dropout=0.1, pool=pool, norm=norm)
+    cfg = ModelConfig(d_model=64, n_heads=4, d_ff=128, n_layers=2, dropout=0.1, pool=pool, block=norm)
     length = 32 if pool == "cls" else 33  # tokens the blocks see: 33 either way
     batches = make_batches(steps, 64, length)
     torch.manual_seed(0)
