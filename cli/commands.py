@@ -169,7 +169,13 @@ def _launcher(args: argparse.Namespace, run_dir: Path) -> Launcher:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ablate.experiments.specs.quick_grid import load_sweep
 
-    spec = load_sweep(args.spec, args.overrides, profile=args.profile, seeds=args.seeds)
+    spec = load_sweep(
+        args.spec,
+        args.overrides,
+        profile=args.profile,
+        seeds=args.seeds,
+        confirmed=getattr(args, "yes", False),
+    )
     run_dir = Path(args.runs) / spec.name
     if args.print_config or args.dry_run:
         return _plan(spec, run_dir, args, f"{len(spec.cells())} cells")

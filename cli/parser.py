@@ -41,6 +41,7 @@ from ablate.cli.options import (
 )
 from ablate.cli.tables import console
 from ablate.errors import ConfigError
+from ablate.experiments.specs.quick_grid import MAX_CELLS, MAX_VARIANTS
 from ablate.lit_modules.model.kinds import KINDS
 from ablate.sweeps.drivers.defaults import DEFAULT_FACTORS
 from ablate.sweeps.integrations.review_files import REPORT_FILE, WORKSPACE_FILE
@@ -135,6 +136,13 @@ def _add_sweep(sub: Subcommands) -> None:
         "the paired test can reach p Holm <= 0.05)",
     )
     plan_options(sw)
+    sw.add_argument(
+        "--yes",
+        action="store_true",
+        help=f"run (or --dry-run) a quick grid above {MAX_VARIANTS} variants or {MAX_CELLS:,} cells "
+        "(variants x seeds), which is refused without it; every combination of the lists is a variant, "
+        "so their sizes multiply",
+    )
     sweep_options(sw)
     launcher_options(sw)
     sw.set_defaults(func=cmd_sweep)

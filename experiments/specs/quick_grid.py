@@ -4,11 +4,17 @@ Each override whose value is a comma list (``key=a,b``) is a swept key; the vari
 combination of their values, and the first value of each list is the baseline's (so the baseline
 is the combination the user wrote first). Every other override applies to the base of all of them.
 The result is the mapping an experiment spec file would hold, validated like one.
+
+Sizes multiply: six keys of ten values are a million variants. The grid is counted before it is
+expanded (``grid_size``), and one above MAX_VARIANTS variants or MAX_CELLS cells (variants x
+seeds) is refused, naming its size, unless confirmed (``ablate sweep ... --yes``). An experiment
+spec file lists its variants one by one (there is no grid form to expand), so it has no cap.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +27,11 @@ if TYPE_CHECKING:
     from ablate.experiments.specs.spec import ExperimentSpec
 
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+# The largest quick grid run without --yes: 256 variants (4 keys x 4 values) or 2,000 cells, hours
+# of tiny models on 2 cores; a report of more variants is a table nobody reads.
+MAX_VARIANTS = 256
+MAX_CELLS = 2_000
 
 
 def list_values(item: str) -> tuple[str, list[str]] | None:
@@ -61,13 +72,44 @@ def _name_part(text: str) -> str:
     return _NOT_A_NAME.sub("_", text).strip("_") or "x"
 
 
-def quick_spec(config: Path, lists: dict[str, list[str]], seeds: int | None) -> dict[str, Any]:
-    """The experiment spec of a command-line grid over ``lists`` on the train config ``config``."""
+def grid_size(lists: dict[str, list[str]], seeds: int | None) -> tuple[int, int]:
+    """(variants, cells) of a quick grid over ``lists``, counted without expanding it: the product
+    of the lists' lengths, times ``seeds`` (None: the count a spec without ``seeds:`` gets for
+    that many variants, spec_file._seeds)."""
+    from ablate.experiments.schema.seeds import default_seed_count
+
+    variants = math.prod(len(v) for v in lists.values())
+    n_seeds = seeds if seeds is not None else default_seed_count(variants - 1)
+    return variants, variants * n_seeds
+
+
+def check_size(lists: dict[str, list[str]], seeds: int | None, *, confirmed: bool) -> None:
+    """A ConfigError naming the grid's size when it is above MAX_VARIANTS or MAX_CELLS and not
+    ``confirmed`` (``--yes``)."""
+    variants, cells = grid_size(lists, seeds)
+    if confirmed or (variants <= MAX_VARIANTS and cells <= MAX_CELLS):
+        return
+    sizes = " x ".join(str(len(v)) for v in lists.values())
+    n_seeds = cells // variants
+    raise ConfigError(
+        f"this quick grid is {variants:,} variants ({sizes} values of {len(lists)} keys) x {n_seeds} "
+        f"seeds = {cells:,} cells; a quick grid runs without --yes up to {MAX_VARIANTS} variants and "
+        f"{MAX_CELLS:,} cells: list fewer values or sweep fewer keys at once (or give fewer --seeds), "
+        "or add --yes to run it as it is"
+    )
+
+
+def quick_spec(
+    config: Path, lists: dict[str, list[str]], seeds: int | None, *, confirmed: bool = False
+) -> dict[str, Any]:
+    """The experiment spec of a command-line grid over ``lists`` on the train config ``config``;
+    counted first (``check_size``: above the cap only when ``confirmed``)."""
     require(bool(lists), "a quick grid needs at least one comma list, e.g. model.n_heads=1,2")
     require(
         "seed" not in lists,
         "seed=0,1,... is not a variant; give the number of seeds with --seeds N",
     )
+    check_size(lists, seeds, confirmed=confirmed)
     leaves = [_name_part(k.rpartition(".")[2]) for k in lists]
     combos = list(itertools.product(*lists.values()))
     first = dict(zip(lists, combos[0], strict=True))
@@ -96,10 +138,16 @@ def is_spec(raw: Any) -> bool:
 
 
 def load_sweep(
-    given: str, overrides: list[str], *, profile: str | None = None, seeds: int | None = None
+    given: str,
+    overrides: list[str],
+    *,
+    profile: str | None = None,
+    seeds: int | None = None,
+    confirmed: bool = False,
 ) -> ExperimentSpec:
     """What ``ablate sweep GIVEN ...`` runs: an experiment spec (a file, or a shipped spec's name),
-    or a quick grid over a train config's comma-listed overrides."""
+    or a quick grid over a train config's comma-listed overrides, refused above the cap unless
+    ``confirmed`` (``--yes``; ``check_size``)."""
     from ablate.experiments.specs.loading import read_yaml
     from ablate.experiments.specs.shipped import resolve
     from ablate.experiments.specs.spec_file import checked, load_spec, spec_from_dict
@@ -126,4 +174,4 @@ def load_sweep(
     fixed = {item.partition("=")[0].strip() for item in plain}
     both = sorted(fixed & set(lists))
     require(not both, f"{', '.join(both)} given both as a list and as one value; give it once")
-    return checked(spec_from_dict(quick_spec(path, lists, seeds), overrides=plain))
+    return checked(spec_from_dict(quick_spec(path, lists, seeds, confirmed=confirmed), overrides=plain))

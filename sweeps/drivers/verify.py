@@ -10,7 +10,9 @@ counts as equal); otherwise its check lists each metric that moved. Floats agree
 same numerics (experiments/schema/machine.py), so each check also carries the numerics the cell
 recorded (results.csv's ``numerics`` column; "not recorded" without one) and those of here.
 Before anything is imported, every plugin the study recorded must have the code it ran with
-(``check_plugins``): an edited one is exit 2 naming its file.
+(``check_plugins``): an edited one is exit 2 naming its file. The files the run vouches for are
+checked too (verify_files.py): summary.json against the summary recomputed from the study's cells,
+results.csv and each cell's metrics.json against the study; a value that differs is exit 1.
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from ablate.errors import ConfigError
 from ablate.experiments.schema.machine import NOT_RECORDED, numerics_key, numerics_record
 from ablate.experiments.specs.spec import ExperimentSpec
+from ablate.sweeps.drivers.verify_files import FilesCheck, check_files, same_float
 
 NUMERICS_COLUMN = "numerics"  # results.csv: the cell's numerics_key (or its record as JSON)
 PREFIX_SUFFIXES = (".spec.json", ".results.csv", ".json")
@@ -63,19 +65,18 @@ class CellCheck:
         return self.recorded_numerics == self.local_numerics
 
 
+@dataclass(frozen=True)
+class Verification:
+    """What ``ablate verify`` found: the cells rerun, and the files checked against the study."""
+
+    cells: list[CellCheck]
+    files: FilesCheck
+
+
 def _abs_diff(a: float | None, b: float | None) -> float:
     if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
         return math.inf
     return abs(a - b)
-
-
-def same_float(recorded: float | None, now: float | None) -> bool:
-    """Bit-identical, where NaN and no value are the same (results.csv writes NaN as empty)."""
-    none_a = recorded is None or math.isnan(recorded)
-    none_b = now is None or math.isnan(now)
-    if none_a or none_b:
-        return none_a and none_b
-    return struct.pack("<d", recorded) == struct.pack("<d", now)
 
 
 # ---- reading PATH ----------------------------------------------------------------------
@@ -146,11 +147,9 @@ def check_plugins(raw: dict) -> None:
     from ablate.lit_modules.components import plugins
 
     entries = raw["base"].get("plugins")
-    declared = (
-        {plugins.name_of(e): e for e in entries if isinstance(e, str)} if isinstance(entries, list) else {}
-    )
+    declared = [e for e in entries if isinstance(e, str)] if isinstance(entries, list) else []
     for name, recorded in (raw.get("plugin_sources") or {}).items():
-        plugins.check_unchanged(declared.get(name, name), recorded)
+        plugins.check_unchanged(plugins.entry_of(name, declared) or name, recorded)
 
 
 def read_rows(results: Path) -> tuple[list[dict[str, str]], list[str]]:
@@ -227,9 +226,10 @@ def check_cell(row: dict[str, str], metrics: list[str], now: dict[str, float], l
     )
 
 
-def verify(path: str | Path, *, cells: int = 2, seed: int = 0, progress: bool = False) -> list[CellCheck]:
-    """Rerun ``cells`` complete cells of PATH (drawn with ``default_rng(seed)``) and compare each
-    with its results.csv row; one CellCheck per cell, in results.csv's order."""
+def verify(path: str | Path, *, cells: int = 2, seed: int = 0, progress: bool = False) -> Verification:
+    """Check PATH's files against its study (verify_files.check_files), then rerun ``cells``
+    complete cells (drawn with ``default_rng(seed)``) and compare each with its results.csv row;
+    one CellCheck per cell, in results.csv's order."""
     import numpy as np
 
     if isinstance(cells, bool) or not isinstance(cells, int) or cells < 1:
@@ -247,6 +247,7 @@ def verify(path: str | Path, *, cells: int = 2, seed: int = 0, progress: bool = 
     configs = [spec.cell_config(complete[i]["variant"], int(complete[i]["seed"])) for i in picked]
     for cfg in configs:
         cfg.trainer.check_machine()  # before training anything: a GPU cell on a CPU machine
+    files = check_files(spec, spec_path, results, rows)  # before training: seconds, not minutes
 
     from ablate.experiments.runner.cells import run_cells
 
@@ -255,7 +256,7 @@ def verify(path: str | Path, *, cells: int = 2, seed: int = 0, progress: bool = 
         (result,) = run_cells(cfg, [cfg.seed], progress=progress)  # as sweeps/drivers/worker.py runs it
         local = numerics_key(numerics_record())  # after the run: its thread count
         out.append(check_cell(complete[i], metrics, result.metrics, local))
-    return out
+    return Verification(out, files)
 
 
 # ---- the CLI's lines -------------------------------------------------------------------
@@ -265,9 +266,14 @@ def _num(x: float | None) -> str:
     return "no value" if x is None or math.isnan(x) else repr(x)
 
 
-def format_checks(checks: list[CellCheck]) -> list[str]:
+def format_checks(found: Verification) -> list[str]:
     """What ``ablate verify`` prints: a line per cell (and per metric that moved), the numerics,
-    and a verdict."""
+    the cells' verdict, then the files' lines and verdict (FilesCheck.lines)."""
+    return format_cells(found.cells) + found.files.lines()
+
+
+def format_cells(checks: list[CellCheck]) -> list[str]:
+    """A line per cell rerun (and per metric that moved), the numerics, and their verdict."""
     lines: list[str] = []
     for c in checks:
         if c.equal:
@@ -300,6 +306,6 @@ def format_checks(checks: list[CellCheck]) -> list[str]:
     return lines
 
 
-def exit_code(checks: list[CellCheck]) -> int:
-    """0 when every cell is bit-identical, 1 when any differs."""
-    return 0 if all(c.equal for c in checks) else 1
+def exit_code(found: Verification) -> int:
+    """0 when every cell is bit-identical and every file agrees with the study, 1 otherwise."""
+    return 0 if all(c.equal for c in found.cells) and found.files.equal else 1

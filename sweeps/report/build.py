@@ -9,7 +9,7 @@ seed factors, adaptive rounds, the tuned parameters and the provenance.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,21 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
     # The data each complete cell was evaluated on (the trials' split.* attributes), once per set:
     # the design check reads the evaluated split's majority-class rate from it.
     splits = study_splits(store)
+    summary = run_summary(spec, rows, splits, store.study.user_attrs)
+    files = write_report(run_dir, summary, rows, tuned=spec.tuned)
+    plot = plot_metric(summary, rows) if summary["cells"]["complete"] else None
+    # optuna-dashboard: the objective's name, report.md as the study note, report.html and metric.png
+    name_objective(store.study, spec.metric)
+    publish_report(store.study, run_dir, files, plot)
+    return summary
+
+
+def run_summary(
+    spec: ExperimentSpec, rows: list[CellRow], splits: dict[str, Any], study_attrs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """summary.json of a study's rows, less its ``cost`` (files.write_report adds it): what
+    ``report`` writes and ``ablate verify`` recomputes. ``study_attrs``: the study's user
+    attributes (an adaptive study's ``rounds`` and ``stop_reason``)."""
 
     def stats(metric: str, compare: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
         return spec_summary(spec, rows, splits, metric, compare)
@@ -60,8 +75,8 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
             "alpha_per_look": spec.adaptive.alpha_per_look,
             "looks": spec.adaptive.looks,
         }
-        summary["rounds"] = store.study.user_attrs.get("rounds", [])
-        summary["stop_reason"] = store.study.user_attrs.get("stop_reason")
+        summary["rounds"] = study_attrs.get("rounds", [])
+        summary["stop_reason"] = study_attrs.get("stop_reason")
     summary["verdicts"] = verdicts(spec, rows, summary)
     # The numerics the complete cells ran with: provenance, not identity (a study may resume on
     # another machine), so the report says when they are mixed.
@@ -71,11 +86,6 @@ def report(spec: ExperimentSpec, store: CellStore, run_dir: Path) -> dict[str, A
     summary["provenance"] = provenance()  # the code's git commit and the package versions
     if plugins := spec.plugin_records():  # each plugin's module, file, source hash and version
         summary["provenance"]["plugins"] = plugins
-    files = write_report(run_dir, summary, rows, tuned=spec.tuned)
-    plot = plot_metric(summary, rows) if summary["cells"]["complete"] else None
-    # optuna-dashboard: the objective's name, report.md as the study note, report.html and metric.png
-    name_objective(store.study, spec.metric)
-    publish_report(store.study, run_dir, files, plot)
     return summary
 
 

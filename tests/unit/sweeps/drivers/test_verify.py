@@ -65,16 +65,20 @@ def _edit(results: Path, column: str, value: object) -> None:
 
 
 def test_a_rerun_is_bit_identical(run_dir: Path) -> None:
-    (check,) = vf.verify(run_dir, cells=1, seed=0)
+    found = vf.verify(run_dir, cells=1, seed=0)
+    (check,) = found.cells
     assert check.equal and check.diffs == {} and check.metrics >= 4
     # Before workers record their numerics results.csv has none; after, this machine's.
     assert (
         check.recorded_numerics in (NOT_RECORDED, check.local_numerics) and check.numerics_match is not False
     )
     assert check.local_numerics == numerics_key(numerics_record())
-    lines = vf.format_checks([check])
+    lines = vf.format_checks(found)
     assert lines[0] == f"{check.name}: bit-identical ({check.metrics} metrics)"
-    assert lines[-1] == "all 1 cell(s) bit-identical" and vf.exit_code([check]) == 0
+    assert "all 1 cell(s) bit-identical" in lines and found.files.equal
+    # The files it vouches for were checked too (verify_files.py: tests/.../test_verify_files.py).
+    assert lines[-1].startswith("files agree with the study: results.csv (2 cells), summary.json (")
+    assert vf.exit_code(found) == 0
 
 
 def test_an_edited_value_differs_and_exits_1(run_dir: Path, tmp_path: Path) -> None:
@@ -85,16 +89,20 @@ def test_an_edited_value_differs_and_exits_1(run_dir: Path, tmp_path: Path) -> N
     # Every cell's test/acc moved by a tiny amount, and numerics recorded from another machine.
     _edit(results, "test/acc", lambda row: repr(float(row["test/acc"]) + 1e-6))
     _edit(results, vf.NUMERICS_COLUMN, "some other machine | AVX2 | torch 0 | 1 thread")
-    (check,) = vf.verify(run, cells=1, seed=0)
+    found = vf.verify(run, cells=1, seed=0)
+    (check,) = found.cells
     assert not check.equal and list(check.diffs) == ["test/acc"]
     old = recorded[check.variant]
     assert check.diffs["test/acc"] == (old + 1e-6, old)
     assert check.worst == ("test/acc", pytest.approx(1e-6, rel=1e-3))
     assert check.numerics_match is False
-    lines = vf.format_checks([check])
+    lines = vf.format_checks(found)
     assert lines[0].startswith(f"{check.name}: DIFFERS in 1 of {check.metrics} metrics; max |diff| 1e-06")
     assert "  test/acc: recorded" in lines[1]
-    assert "the numerics differ" in "\n".join(lines) and vf.exit_code([check]) == 1
+    assert "the numerics differ" in "\n".join(lines) and vf.exit_code(found) == 1
+    # results.csv is no longer what the study holds: each edited field is named.
+    edited = {m.key for m in found.files.mismatches if m.file == "results.csv"}
+    assert {"baseline/s0 test/acc", "no_pe/s0 test/acc", "baseline/s0 numerics"} <= edited
 
 
 def test_recorded_numerics_as_key_or_json() -> None:
@@ -162,3 +170,19 @@ def test_the_committed_results_are_readable() -> None:
         spec = vf.read_spec(spec_path)
         rows, _ = vf.read_rows(results)
         assert vf.complete_cells(spec, rows, results), spec_json
+
+
+def test_check_plugins_reads_a_plugin_by_its_path_or_by_its_file_name_as_recorded_before(
+    tmp_path: Path,
+) -> None:
+    from ablate.lit_modules.components import plugins
+
+    plugin = tmp_path / "norm.py"
+    plugin.write_text("SCALE = 1\n")
+    recorded = plugins.code_hash(tmp_path, [plugin])
+    for key in (str(plugin), "norm.py"):  # today's key, and the one studies recorded before
+        vf.check_plugins({"base": {"plugins": [str(plugin)]}, "plugin_sources": {key: recorded}})
+    plugin.write_text("SCALE = 2\n")
+    for key in (str(plugin), "norm.py"):
+        with pytest.raises(ConfigError, match=f"plugin {plugin} changed since the study ran"):
+            vf.check_plugins({"base": {"plugins": [str(plugin)]}, "plugin_sources": {key: recorded}})
