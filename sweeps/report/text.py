@@ -331,6 +331,8 @@ def design_lines(summary: dict[str, Any], spec: dict[str, Any] | None) -> list[s
     lines = [f"Seeds: {seeds_text(seeds)}{per}." if seeds else "Seeds: not recorded."]
     if spec and isinstance(spec.get("base"), dict):
         flat = flatten(spec["base"], depth=1)  # as TrainConfig.flat
+        if "model.norm" in flat:  # a spec.json recorded before model.block: its older name
+            flat.setdefault("model.block", flat["model.norm"])
         base = ", ".join(f"{label} {flat[key]}" for label, key in BASE_HIGHLIGHTS.items() if key in flat)
         lines.append(f"Base configuration: {base}.")
     if spec and isinstance(spec.get("variants"), dict):
