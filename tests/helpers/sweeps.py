@@ -38,3 +38,26 @@ def trials_by_cell(run_dir: Path) -> dict[str, list[FrozenTrial]]:
     for t in study.get_trials():
         out[t.user_attrs.get("cell", "?")].append(t)
     return out
+
+
+def finished_run(folder: Path, base: dict, seeds: int) -> Path:
+    """``folder/tiny``: a finished sweep run folder of ``base`` (variants baseline and no_pe,
+    ``seeds`` seeds), trained in this process as a worker trains it, then reported."""
+    from ablate.experiments.specs.spec_file import spec_from_dict
+    from ablate.files import write_json
+    from ablate.sweeps.drivers.worker import run_claimed
+    from ablate.sweeps.ledger.cells import open_store
+    from ablate.sweeps.ledger.storage import sqlite_url
+    from ablate.sweeps.report.build import report
+
+    variants = {"baseline": {}, "no_pe": {"model.pe": "none"}}
+    spec = spec_from_dict({"name": "tiny", "base": base, "variants": variants, "seeds": seeds})
+    run = folder / "tiny"
+    run.mkdir()
+    write_json(run / "spec.json", spec.to_dict())
+    store = open_store(spec, sqlite_url(run / "study.db"), create=True)
+    store.ensure_cells()
+    while (trial := store.claim()) is not None:
+        run_claimed(store, [trial], run, use_wandb=False)
+    report(spec, store, run)
+    return run

@@ -4,9 +4,7 @@ examples (examples/*.py) keep every contract, through ``ablate check-component``
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +17,7 @@ from ablate.experiments.specs.spec_file import load_spec
 from ablate.lit_modules.components import plugins
 from ablate.lit_modules.model import kinds
 from tests.helpers.paths import REPO
+from tests.helpers.registry import isolated_registry
 
 BROKEN = Path(__file__).with_name("broken_plugins.py")
 EXAMPLES = REPO / "examples"
@@ -29,23 +28,6 @@ SHIPPED = [
     ("positional", "t5-bias", "t5bias.py", "t5bias.yaml"),
 ]
 RANDOMNESS = "keyed randomness, stack independence"
-
-
-@contextlib.contextmanager
-def isolated_registry() -> Iterator[None]:
-    """The components registered inside are gone after it (the tables and the plugin modules as
-    they were), so that the built-in lists other tests pin stay the built-ins."""
-    tables = {kind: dict(table) for kind, table in kinds.TABLES.items()}
-    modules = set(sys.modules)
-    try:
-        yield
-    finally:
-        for kind, table in kinds.TABLES.items():
-            table.clear()
-            table.update(tables[kind])
-        for name in set(sys.modules) - modules:
-            if name.startswith(plugins.FILE_PREFIX):
-                del sys.modules[name]
 
 
 @pytest.fixture

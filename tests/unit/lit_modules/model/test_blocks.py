@@ -4,32 +4,18 @@ a block that lets padding in and a pooling that counts it."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import pytest
 import torch
 from torch import nn
 
 from ablate import components
 from ablate.lit_modules.components import conformance
-from ablate.lit_modules.model import kinds
 from ablate.lit_modules.model.config import ModelConfig
 from ablate.lit_modules.model.encoder import EncoderClassifier
 from ablate.lit_modules.model.registry import get
+from tests.helpers.registry import isolated_registry
 
 B, L, D = 3, 6, 16
-
-
-@contextlib.contextmanager
-def isolated_registry() -> Iterator[None]:
-    tables = {kind: dict(table) for kind, table in kinds.TABLES.items()}
-    try:
-        yield
-    finally:
-        for kind, table in kinds.TABLES.items():
-            table.clear()
-            table.update(tables[kind])
 
 
 def cfg(**kw: object) -> ModelConfig:

@@ -12,37 +12,15 @@ import pytest
 
 from ablate.errors import ConfigError
 from ablate.experiments.schema.machine import NOT_RECORDED, numerics_key, numerics_record
-from ablate.experiments.specs.spec_file import spec_from_dict
-from ablate.files import write_json
 from ablate.sweeps.drivers import verify as vf
 from tests.helpers.configs import TINY_BASE
+from tests.helpers.sweeps import finished_run
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished 2-cell sweep run folder (baseline and no_pe, seed 0): trained once per module."""
-    from ablate.sweeps.drivers.worker import run_claimed
-    from ablate.sweeps.ledger.cells import open_store
-    from ablate.sweeps.ledger.storage import sqlite_url
-    from ablate.sweeps.report.build import report
-
-    spec = spec_from_dict(
-        {
-            "name": "tiny",
-            "base": TINY_BASE,
-            "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}},
-            "seeds": 1,
-        }
-    )
-    run = tmp_path_factory.mktemp("verify") / "tiny"
-    run.mkdir()
-    write_json(run / "spec.json", spec.to_dict())
-    store = open_store(spec, sqlite_url(run / "study.db"), create=True)
-    store.ensure_cells()
-    while (trial := store.claim()) is not None:
-        run_claimed(store, [trial], run, use_wandb=False)
-    report(spec, store, run)
-    return run
+    return finished_run(tmp_path_factory.mktemp("verify"), TINY_BASE, seeds=1)
 
 
 def _copy(run_dir: Path, tmp_path: Path) -> Path:

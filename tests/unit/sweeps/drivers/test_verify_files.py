@@ -12,39 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from ablate.experiments.specs.spec_file import spec_from_dict
-from ablate.files import write_json
 from ablate.sweeps.drivers import verify as vf
 from ablate.sweeps.drivers.verify_files import MISSING, FilesCheck, check_files
 from tests.helpers.configs import TINY_BASE
+from tests.helpers.sweeps import finished_run
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished sweep run folder, baseline and no_pe × seeds 0 and 1: trained once per module."""
-    from ablate.sweeps.drivers.worker import run_claimed
-    from ablate.sweeps.ledger.cells import open_store
-    from ablate.sweeps.ledger.storage import sqlite_url
-    from ablate.sweeps.report.build import report
-
     base = {**TINY_BASE, "model": {**TINY_BASE["model"], "n_layers": 1}, "trainer": {"max_steps": 2}}
-    spec = spec_from_dict(
-        {
-            "name": "tiny",
-            "base": base,
-            "variants": {"baseline": {}, "no_pe": {"model.pe": "none"}},
-            "seeds": 2,
-        }
-    )
-    run = tmp_path_factory.mktemp("verify-files") / "tiny"
-    run.mkdir()
-    write_json(run / "spec.json", spec.to_dict())
-    store = open_store(spec, sqlite_url(run / "study.db"), create=True)
-    store.ensure_cells()
-    while (trial := store.claim()) is not None:
-        run_claimed(store, [trial], run, use_wandb=False)
-    report(spec, store, run)
-    return run
+    return finished_run(tmp_path_factory.mktemp("verify-files"), base, seeds=2)
 
 
 @pytest.fixture
