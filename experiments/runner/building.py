@@ -10,7 +10,6 @@ raised outside every active component's code stays what it is, with its tracebac
 
 from __future__ import annotations
 
-import sys
 import traceback
 from collections.abc import Callable
 from typing import TypeVar
@@ -48,11 +47,5 @@ def component_error(cfg: ModelConfig, err: BaseException) -> ConfigError | None:
         kind = next((k for k, cls in chosen.items() if owner is not None and isinstance(owner, cls)), None)
         if kind is None:
             continue
-        key, cls = registry.CONFIG_KEYS[kind], chosen[kind]
-        module = getattr(sys.modules.get(cls.__module__), "__file__", None) or cls.__module__
-        where = f"{frames[-1][0].f_code.co_filename}:{frames[-1][1]}"  # the line that raised
-        return ConfigError(
-            f"the {kind} component model.{key}={getattr(cfg, key)!r} (class {cls.__qualname__} of "
-            f"{module}) failed to build: {type(err).__name__}: {err} (raised at {where})"
-        )
+        return registry.component_failed(cfg, kind, chosen[kind], err, "failed to build")
     return None

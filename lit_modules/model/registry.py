@@ -34,6 +34,8 @@ up: the study checked them when it ran, and its plugins may be absent where its 
 from __future__ import annotations
 
 import dataclasses
+import sys
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -164,10 +166,10 @@ def check_config(cfg: ModelConfig) -> None:
     chosen = active(cfg)
     for kind, cls in chosen.items():
         resolve_options(cfg, kind, cls)
-    for cls in chosen.values():
+    for kind, cls in chosen.items():
         check: Any = getattr(cls, "check", None)
         if check is not None:
-            check(cfg)
+            run_check(cfg, kind, cls, check)
     for kind in KINDS:
         for name, cls in TABLES[kind].items():
             if cls is chosen[kind]:
@@ -180,6 +182,30 @@ def check_config(cfg: ModelConfig) -> None:
                         f"model.{field}={value!r} applies to model.{key}={name!r} only "
                         f"(model.{key}={getattr(cfg, key)!r})"
                     )
+
+
+def run_check(cfg: ModelConfig, kind: str, cls: type, check: Any) -> None:
+    """``check(cfg)``; whatever else than a ConfigError it raises (a plugin's ``ValueError``) is
+    the user's to fix: ``component_failed``'s one line."""
+    try:
+        check(cfg)
+    except ConfigError:
+        raise
+    except Exception as err:
+        raise component_failed(cfg, kind, cls, err, "rejected the config") from None
+
+
+def component_failed(cfg: ModelConfig, kind: str, cls: type, err: BaseException, what: str) -> ConfigError:
+    """The ConfigError for ``err``, raised in the ``kind`` component ``cls`` of ``cfg``: its config
+    key and name, class and file, ``what`` it did, the error and the line that raised it."""
+    key = CONFIG_KEYS[kind]
+    module = getattr(sys.modules.get(cls.__module__), "__file__", None) or cls.__module__
+    frames = list(traceback.walk_tb(err.__traceback__))
+    where = f" (raised at {frames[-1][0].f_code.co_filename}:{frames[-1][1]})" if frames else ""
+    return ConfigError(
+        f"the {kind} component model.{key}={getattr(cfg, key)!r} (class {cls.__qualname__} of "
+        f"{module}) {what}: {type(err).__name__}: {err}{where}"
+    )
 
 
 def option_defaults(kind: str, name: str) -> dict[str, Any] | None:
