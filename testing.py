@@ -18,7 +18,7 @@ __all__ = ["Result", "assert_conforms", "check_component"]
 def check_component(kind: str, name: str, plugins: list[str] | tuple[str, ...] = ()) -> list[Result]:
     """Import ``plugins``, then run every contract of the conformance kit on the component."""
     import_plugins([*plugins])
-    return check(kind, name)
+    return check(kind, name, plugins)
 
 
 def assert_conforms(kind: str, name: str, plugins: list[str] | tuple[str, ...] = ()) -> None:

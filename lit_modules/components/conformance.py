@@ -22,6 +22,8 @@ after those whose failure would make it fail too, so the first FAIL names the ca
   grouped-query attention (when it has an ``n_kv_heads`` option and admits a value);
 - fused vs explicit: ``attn_impl: sdpa`` and ``eager`` (and the probabilities path) agree;
 - state dict: a second model loading the first's state dict gives the same logits;
+- process independence (conformance_process.py): a fresh process with another ``PYTHONHASHSEED``
+  gives the same logits (started beside the checks above, compared after them);
 
 and reports the parameter count beside that of the built-in it replaces.
 """
@@ -36,6 +38,7 @@ from torch import Tensor
 
 from ablate.errors import ConfigError
 from ablate.lit_modules.components import conformance_attention as attention_checks
+from ablate.lit_modules.components import conformance_process
 from ablate.lit_modules.components.conformance_base import (
     CLASSES,
     LENGTHS,
@@ -311,8 +314,9 @@ def parameters(kind: str, name: str, cfg: ModelConfig) -> Result:
     return Result("parameters", None, f"{n:,} in the kit's model; with the built-in {default!r}: {ref:,}")
 
 
-def check(kind: str, name: str) -> list[Result]:
-    """Every contract for the ``kind`` component ``name`` (imported plugins included), cause first."""
+def check(kind: str, name: str, plugins: tuple[str, ...] | list[str] = ()) -> list[Result]:
+    """Every contract for the ``kind`` component ``name``, cause first; ``plugins`` (imported
+    already) are imported again by the process check's fresh process."""
     if kind not in registry.KINDS:
         raise ConfigError(f"unknown component kind {kind!r}; the kinds are {', '.join(registry.KINDS)}")
     registry.get(kind, name)  # a ConfigError naming the registered ones
@@ -331,20 +335,24 @@ def check(kind: str, name: str) -> list[Result]:
             + (f"; its options (model.{field}): {options}" if options else "; it has no options"),
         )
     ]
+    fresh = conformance_process.Launched(kind, name, tuple(plugins))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: more intra-op threads only add synchronisation
     try:
-        for contract, run in checks(kind, name, cfg):
+        for contract, run in checks(kind, name, cfg, fresh):
             try:
                 results.append(run())
             except Exception as err:  # noqa: BLE001 (a contract that crashes is broken)
                 results.append(Result(contract, False, f"{type(err).__name__}: {err}"))
     finally:
         torch.set_num_threads(threads)
+        fresh.stop()
     return results
 
 
-def checks(kind: str, name: str, cfg: ModelConfig) -> list[tuple[str, Callable[[], Result]]]:
+def checks(
+    kind: str, name: str, cfg: ModelConfig, fresh: conformance_process.Launched
+) -> list[tuple[str, Callable[[], Result]]]:
     """The checks after ``builds``, in the order they run: each after those that would fail with it."""
     first: list[tuple[str, Callable[[], Result]]] = [
         ("shapes", lambda: shapes(kind, cfg)),
@@ -363,6 +371,7 @@ def checks(kind: str, name: str, cfg: ModelConfig) -> list[tuple[str, Callable[[
     last: list[tuple[str, Callable[[], Result]]] = [
         ("fused vs explicit", lambda: fused_explicit(kind, cfg)),
         ("state dict", lambda: state_dict(cfg)),
+        (conformance_process.CONTRACT, lambda: fresh.result(kind, name)),
         ("parameters", lambda: parameters(kind, name, cfg)),
     ]
     return first + (own if kind == "attention" else []) + last

@@ -258,7 +258,18 @@ class BatchScaled(Reference):
         return y * (x.shape[0] / 3), probs
 
 
+@components.register("attention", "kit-hash-scaled")
+class HashScaled(Reference):
+    """Scales its output by a factor from Python's hash() of a string: one value in every check
+    of a process, another in the next process (PYTHONHASHSEED is random per process)."""
+
+    def forward(self, x, keep, pos, **kw):
+        y, probs = super().forward(x, keep, pos, **kw)
+        return y * (1 + hash("kit") % 1_000_003 / 1e6), probs
+
+
 CAUGHT_BY = {
+    "kit-hash-scaled": "process independence",
     "kit-writes-input": "inputs unchanged",
     "kit-batch-scaled": "batch independence",
     "kit-needs-width": "builds",

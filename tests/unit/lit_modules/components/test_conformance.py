@@ -58,7 +58,7 @@ def test_the_reference_plugin_keeps_every_contract(broken: ModuleType) -> None:
     assert [r.contract for r in results("kit-reference")] == [
         "builds", "shapes", RANDOMNESS, "inputs unchanged", "batch independence", "padding", "permutation", "probabilities",
         "positional encodings", "head mask", "grouped-query attention", "fused vs explicit",
-        "state dict", "parameters",
+        "state dict", "process independence", "parameters",
     ]  # fmt: skip
     assert [r.line() for r in results("kit-reference") if r.ok is not True] == [
         "--   parameters: 4,227 in the kit's model; with the built-in 'mha': 4,227"
@@ -72,6 +72,7 @@ def test_the_reference_plugin_keeps_every_contract(broken: ModuleType) -> None:
         "kit-own-positions", "kit-talking-heads", "kit-ignores-rope", "kit-ignores-alibi",
         "kit-ignores-head-mask", "kit-masks-queries", "kit-ignores-kv-heads",
         "kit-fast-path-scale", "kit-unsaved-temperature", "kit-writes-input", "kit-batch-scaled",
+        "kit-hash-scaled",
     ],
 )  # fmt: skip
 def test_each_broken_plugin_fails_exactly_the_check_that_catches_it(broken: ModuleType, name: str) -> None:
