@@ -66,6 +66,7 @@ RESULTS_PAGE = REPO / "docs" / "pages" / "results" / "index.md"
 RESULTS = REPO / "results"
 EXPERIMENTS = REPO / "experiments" / "configs"
 DEFAULT_PRESET = "remove-pe-single-head"
+README_PRESETS = (DEFAULT_PRESET, "block")  # the presets whose table README.md holds too
 ALL = "all"  # --preset all: every preset of experiments/configs/presets/
 
 MINUS = "\u2212"  # the README's minus sign
@@ -505,8 +506,9 @@ def collect(preset: str, runs: Path, results: Path = RESULTS) -> list[Path]:
 
 
 def pages_of(preset: str) -> list[Path]:
-    """The pages that hold the preset's block: the results page, and README.md for the main job."""
-    return [RESULTS_PAGE, *([README] if preset == DEFAULT_PRESET else [])]
+    """The pages that hold the preset's block: the results page, and README.md for the main job
+    and the block preset."""
+    return [RESULTS_PAGE, *([README] if preset in README_PRESETS else [])]
 
 
 def readme_blocks(text: str) -> dict[str, str]:
