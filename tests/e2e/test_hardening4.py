@@ -50,13 +50,17 @@ def test_two_plugins_with_one_file_name_are_both_recorded_and_an_edit_of_either_
     assert summary["cells"]["total"] == 3  # no seed of b ran the new code
 
 
-# Edits itself when a worker imports it: changed after the driver recorded it.
+# Edits itself when a worker imports it: changed after the driver recorded it. Once only, so both
+# workers see the same new code whichever imports first (two edits gave two reasons, under load),
+# and atomically.
 SELF_EDITING = """
+import os
 import sys
 from pathlib import Path
 
-if "--run-dir" in sys.argv:
-    Path(__file__).write_text(Path(__file__).read_text() + "\\nEDITED = 1\\n")
+if "--run-dir" in sys.argv and "EDITED = 1" not in Path(__file__).read_text().splitlines():
+    Path(__file__ + f".{os.getpid()}").write_text(Path(__file__).read_text() + "\\nEDITED = 1\\n")
+    os.replace(__file__ + f".{os.getpid()}", __file__)  # atomic: the other worker reads one or the other
 """ + NORM.format(name="self_editing")
 
 
