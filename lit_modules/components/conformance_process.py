@@ -3,9 +3,9 @@
 A component whose output depends on Python's ``hash()`` of a string (or on the iteration order of a
 set of strings) gives another number in every process: ``PYTHONHASHSEED`` is random per process, so
 a sweep's workers and ``ablate train`` would disagree on the same (config, seed) although every
-in-process check holds. ``start`` launches ``python -m`` this module with another hash seed while
-the other checks run (it has a core of its own on a 2-core machine); ``result`` compares its logits
-with this process's, bit for bit (same machine, same code, one thread each).
+in-process check holds. ``Launched`` starts ``python -m`` this module with another hash seed while
+the other checks run (on a free core, when there is one); its ``result`` compares that process's
+logits with this one's, bit for bit (same machine, same code, one thread each).
 
 A component registered in this process only (a class defined in a notebook or a test module, not
 in one of the ``plugins``) cannot be found there: the check then says so and does not apply.

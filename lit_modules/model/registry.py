@@ -168,8 +168,13 @@ def check_config(cfg: ModelConfig) -> None:
         resolve_options(cfg, kind, cls)
     for kind, cls in chosen.items():
         check: Any = getattr(cls, "check", None)
-        if check is not None:
-            run_check(cfg, kind, cls, check)
+        try:
+            if check is not None:
+                check(cfg)
+        except ConfigError:
+            raise
+        except Exception as err:  # a plugin's ValueError: the user's to fix, said in one line
+            raise component_failed(cfg, kind, cls, err, "rejected the config") from None
     for kind in KINDS:
         for name, cls in TABLES[kind].items():
             if cls is chosen[kind]:
@@ -182,17 +187,6 @@ def check_config(cfg: ModelConfig) -> None:
                         f"model.{field}={value!r} applies to model.{key}={name!r} only "
                         f"(model.{key}={getattr(cfg, key)!r})"
                     )
-
-
-def run_check(cfg: ModelConfig, kind: str, cls: type, check: Any) -> None:
-    """``check(cfg)``; whatever else than a ConfigError it raises (a plugin's ``ValueError``) is
-    the user's to fix: ``component_failed``'s one line."""
-    try:
-        check(cfg)
-    except ConfigError:
-        raise
-    except Exception as err:
-        raise component_failed(cfg, kind, cls, err, "rejected the config") from None
 
 
 def component_failed(cfg: ModelConfig, kind: str, cls: type, err: BaseException, what: str) -> ConfigError:
