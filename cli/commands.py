@@ -336,11 +336,34 @@ def pin_process(cpu_isa: str, argv: list[str]) -> None:
 def cmd_verify(args: argparse.Namespace) -> int:
     from ablate.sweeps.drivers.verify import exit_code, format_checks, locate, read_spec, verify
 
-    pin_process(read_spec(locate(args.path)[0]).base.trainer.cpu_isa, args.argv)  # rerun as the cells ran
-    checks = verify(args.path, cells=args.cells, seed=args.seed, progress=show_progress(args))
+    if args.conclusions:
+        return _verify_conclusions(args)
+    if len(args.path) > 1 or args.seeds is not None:
+        raise ConfigError(
+            "verify takes one PATH and no --seeds unless --conclusions: "
+            f"verify {args.path[0]} reruns --cells {args.cells} of its cells"
+        )
+    (path,) = args.path
+    pin_process(read_spec(locate(path)[0]).base.trainer.cpu_isa, args.argv)  # rerun as the cells ran
+    checks = verify(path, cells=args.cells, seed=args.seed, progress=show_progress(args))
     for line in format_checks(checks):
         out_console.print(line, markup=False)
     return exit_code(checks)
+
+
+def _verify_conclusions(args: argparse.Namespace) -> int:
+    import optuna
+
+    from ablate.sweeps.drivers import verify_conclusions as vc
+
+    if args.workers < 1:
+        raise ConfigError(f"--workers {args.workers}: give 1 or more")
+    seeds = vc.parse_seeds(args.seeds) if args.seeds is not None else None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    checks = vc.verify_conclusions(args.path, runs=args.runs, seeds=seeds, workers=args.workers)
+    for line in vc.format_studies(checks):
+        out_console.print(line, markup=False)
+    return vc.exit_code(checks)
 
 
 @reads_results

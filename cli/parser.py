@@ -257,10 +257,29 @@ def _add_compare_verify(sub: Subcommands) -> None:
     )
     vf.add_argument(
         "path",
-        help="a sweep run folder, or a committed result's prefix (PREFIX.spec.json, PREFIX.results.csv)",
+        nargs="+",
+        help="a sweep run folder, or a committed result's prefix (PREFIX.spec.json, PREFIX.results.csv); "
+        "with --conclusions, several, or a folder of run folders",
     )
     vf.add_argument("--cells", type=int, default=2, help="cells to rerun, drawn at random (default 2)")
     vf.add_argument("--seed", type=int, default=0, help="seed of that draw (default 0)")
+    vf.add_argument(
+        "--conclusions",
+        action="store_true",
+        help="rerun every cell of each study here and say, per comparison, whether its verdict "
+        "reproduced (exit 1 when one did not), with the cells' drift per metric",
+    )
+    vf.add_argument(
+        "--seeds",
+        help="with --conclusions: rerun these seeds instead of the recorded ones: N (0..N-1), A-B or a "
+        "list like 7,8,9 (other seeds test the finding, not the floats)",
+    )
+    vf.add_argument(
+        "--runs",
+        default="runs/verify",
+        help="with --conclusions: where the reruns go, RUNS/<experiment> (default runs/verify; resumed)",
+    )
+    vf.add_argument("--workers", type=int, default=1, help="with --conclusions: worker processes (default 1)")
     vf.add_argument("--no-progress", action="store_true", help="no progress bar while a cell trains")
     vf.set_defaults(func=cmd_verify)
 

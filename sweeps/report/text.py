@@ -210,6 +210,24 @@ def _sides(summary: dict[str, Any], name: str) -> tuple[str, str]:
     return (a, b) if sep and name not in summary["variants"] else (name, summary["baseline"])
 
 
+DECISIONS = ("better", "worse", "not distinguishable", "cannot answer", "no comparison")
+
+
+def decision(name: str, summary: dict[str, Any]) -> str:
+    """What a comparison's verdict decides (one of DECISIONS): ``better`` or ``worse`` when its
+    p Holm is at most the study's alpha, else ``cannot answer`` when the design check finds it
+    uninformative, ``not distinguishable`` otherwise; ``no comparison`` without a test.
+    ``verdict`` words the same decision; ``ablate verify --conclusions`` compares it."""
+    v = comparison_entry(summary, name)
+    if v.get("test") is None:
+        return "no comparison"
+    alpha = (summary.get("methods") or {}).get("alpha", 0.05)
+    if v.get("p_holm") is not None and v["p_holm"] <= alpha:
+        return "better" if (v["delta"] > 0) == (summary["direction"] == "maximize") else "worse"
+    design = ((summary.get("design") or {}).get("comparisons") or {}).get(name) or {}
+    return "cannot answer" if design.get("uninformative") else "not distinguishable"
+
+
 def verdict(name: str, summary: dict[str, Any], detect: Any = None) -> str:
     """One or two sentences for one comparison: the primary test and its interval; when the
     comparison is undecided, why the design cannot answer (sweeps/stats/design.py), or how many
@@ -219,24 +237,21 @@ def verdict(name: str, summary: dict[str, Any], detect: Any = None) -> str:
     v, (a, base) = comparison_entry(summary, name), _sides(summary, name)
     d = decimals(summary["metric"])
     where = f"{summary['experiment']} ({summary['metric']})"
-    if v.get("test") is None:
+    decided = decision(name, summary)
+    if decided == "no comparison":
         return f"{a}: no comparison with {base} on {where} ({v.get('pairing') or 'no complete values'})."
     n, alpha = v["n"], (summary.get("methods") or {}).get("alpha", 0.05)
     seq = "p_seq" if v.get("p_seq") is not None else "p"
     p = f"{seq} = {fmt_p(decision_p(v))}, p Holm = {fmt_p(v.get('p_holm'))}"
     design = ((summary.get("design") or {}).get("comparisons") or {}).get(name) or {}
-    if v.get("p_holm") is not None and v["p_holm"] <= alpha:
-        better = (v["delta"] > 0) == (summary["direction"] == "maximize")
-        text = (
-            f"{a} is {'better' if better else 'worse'} than {base} on {where}: "
-            f"Δ {delta_text(v, d)}, {p}, {n} seeds."
-        )
+    if decided in ("better", "worse"):
+        text = f"{a} is {decided} than {base} on {where}: Δ {delta_text(v, d)}, {p}, {n} seeds."
         ad = summary.get("adaptive")
         if ad and n < ad["max"]:
             text += f" It stopped early ({n} of at most {ad['max']} seeds): |Δ| is likely overstated."
         return text + equivalence_text(name, summary, decided=True)
     text = f"{a}: not distinguishable from {base} on {where} at {n} seeds (Δ {delta_text(v, d)}, {p})"
-    if design.get("uninformative"):
+    if decided == "cannot answer":
         return (
             text
             + "; the design cannot answer: "
