@@ -29,7 +29,13 @@ from typing import Any
 from ablate.errors import ConfigError
 from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.sweeps.drivers.verify import locate, read_rows, read_spec
-from ablate.sweeps.drivers.verify_files import Reference, recompute_summary, same_float
+from ablate.sweeps.drivers.verify_files import (
+    Reference,
+    csv_reference,
+    recompute_summary,
+    same_float,
+    summary_file,
+)
 from ablate.sweeps.stats.rows import CellRow
 
 UNDECIDED = ("not distinguishable", "cannot answer")
@@ -154,15 +160,8 @@ def read_recorded(path: Path, seeds: tuple[int, ...] | None) -> Recorded:
             "verify --conclusions reruns a fixed set of seeds, so it checks studies with fixed seeds only"
         )
     text_rows, metrics = read_rows(results)
-    try:
-        rows = [CellRow.from_csv(r) for r in text_rows]
-    except (KeyError, TypeError, ValueError) as err:
-        raise ConfigError(f"{results}: a row that is not a cell ({err})") from None
-    summary = (
-        spec_path.with_name("summary.json")
-        if spec_path.name == "spec.json"
-        else spec_path.with_name(spec_path.name.removesuffix(".spec.json") + ".json")
-    )
+    rows = csv_reference(spec, text_rows, results).rows
+    summary = summary_file(spec_path)
     try:
         stored = json.loads(summary.read_text(encoding="utf-8")) if summary.is_file() else {}
     except (OSError, UnicodeDecodeError, ValueError) as err:
@@ -317,7 +316,7 @@ def verify_conclusions(
     out = []
     for r, (_, run_dir) in zip(recorded, pool, strict=True):
         text_rows, _ = read_rows(run_dir / "results.csv")
-        out.append(check_study(r, run_dir, [CellRow.from_csv(t) for t in text_rows]))
+        out.append(check_study(r, run_dir, csv_reference(r.rerun, text_rows, run_dir / "results.csv").rows))
     return out
 
 

@@ -201,15 +201,18 @@ def check_files(
         )
     else:
         _check_results_csv(check, results, text_rows, ref)
-    summary = (
-        root / "summary.json"
-        if run_folder
-        else spec_path.with_name(spec_path.name.removesuffix(".spec.json") + ".json")
-    )
-    _check_summary(check, summary, root, ref, run_folder)
+    _check_summary(check, summary_file(spec_path), root, ref, run_folder)
     if run_folder:
         _check_metrics(check, root, ref)
     return check
+
+
+def summary_file(spec_path: Path) -> Path:
+    """The summary beside a run folder's spec.json (summary.json) or a committed
+    ``<prefix>.spec.json`` (``<prefix>.json``)."""
+    if spec_path.name == "spec.json":
+        return spec_path.with_name("summary.json")
+    return spec_path.with_name(spec_path.name.removesuffix(".spec.json") + ".json")
 
 
 def _check_results_csv(
