@@ -419,7 +419,10 @@ def numerics_lines(summary: dict[str, Any]) -> list[str]:
     if [s["setting"] for s in settings] == [NOT_RECORDED]:
         return ["Numerics: not recorded (the cells ran before ablate recorded them)."]
     if len(settings) == 1:
-        return [f"Numerics: every cell ran with {settings[0]['setting']}."]
+        return [
+            f"Numerics: every cell ran with {settings[0]['setting']}.",
+            rerun_expectation(settings[0]["setting"]),
+        ]
     if not settings:
         return []
     each = "; ".join(f"{s['setting']} ({s['cells']} cells)" for s in settings)
@@ -427,6 +430,20 @@ def numerics_lines(summary: dict[str, Any]) -> list[str]:
         f"Mixed numerics: the cells ran with {len(settings)} settings, so cells may differ by the "
         f"machine's rounding as well as by seed: {each}."
     ]
+
+
+def rerun_expectation(setting: str) -> str:
+    """What a rerun of cells made with ``setting`` can expect, as far as this project measured it
+    (docs/pages/explanations/one-number.md, across machines)."""
+    check = "whether the conclusions hold is what `ablate verify <run folder> --conclusions` says"
+    if "| cuda " in setting:
+        return f"Reruns on GPU: bit-identity is not measured by this project; {check}."
+    return (
+        "A rerun on the same CPU model and torch build gives these cells to the bit (tested); on "
+        "another CPU model they may round otherwise (two Intel Xeon models gave the same bits, an "
+        "AMD EPYC and an Intel Xeon did not, and long runs amplify it), and there "
+        f"{check}."
+    )
 
 
 def variance_lines(summary: dict[str, Any]) -> list[str]:

@@ -170,9 +170,15 @@ def test_numerics_lines_flag_a_study_mixed_across_machines() -> None:
     from ablate.sweeps.report.text import numerics_lines
 
     assert numerics_lines({}) == []
-    assert numerics_lines({"numerics": [{"setting": "A", "cells": 4}]}) == [
-        "Numerics: every cell ran with A."
-    ]
+    first, expect = numerics_lines({"numerics": [{"setting": "A | torch 2.13.0+cpu", "cells": 4}]})
+    assert first == "Numerics: every cell ran with A | torch 2.13.0+cpu."
+    assert (
+        "same CPU model and torch build gives these cells to the bit" in expect and "--conclusions" in expect
+    )
+    (_, gpu) = numerics_lines(
+        {"numerics": [{"setting": "A | cuda 12.8 cudnn 9 H200 | 1 thread", "cells": 4}]}
+    )
+    assert gpu.startswith("Reruns on GPU: bit-identity is not measured") and "to the bit" not in gpu
     (line,) = numerics_lines({"numerics": [{"setting": "A", "cells": 3}, {"setting": "B", "cells": 1}]})
     assert (
         line.startswith("Mixed numerics: the cells ran with 2 settings")
