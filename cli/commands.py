@@ -65,7 +65,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if args.config is None or args.profile is not None:
         raise ConfigError("ablate train needs a train CONFIG.yaml, or --spec EXP.yaml [--profile P]")
-    from ablate.experiments.specs.quick_grid import split_overrides
+    from ablate.experiments.specs.quick_grid import check_list_values, split_overrides
     from ablate.experiments.specs.shipped import resolve
 
     if lists := split_overrides(args.overrides)[1]:
@@ -74,6 +74,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"{given}: train runs one config; a comma list makes a grid with ablate sweep {args.config} {given}"
         )
+    check_list_values(args.overrides, f" with ablate sweep {args.config}")
     # Fail fast, before the heavy imports.
     cfg = load_config(resolve(args.config, ("config",), "train config"), args.overrides)
     if args.print_config:

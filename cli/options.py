@@ -70,6 +70,7 @@ def plan_options(p: argparse.ArgumentParser) -> None:
         help="print the resolved experiment (YAML: base config, variants, seeds) and exit; "
         "run and write nothing",
     )
+    p.add_argument("--print_config", action="store_true", help=argparse.SUPPRESS)  # LightningCLI's spelling
 
 
 def launcher_options(p: argparse.ArgumentParser) -> None:

@@ -31,6 +31,7 @@ from ablate.cli.commands import (
     cmd_wandb_report,
     cmd_wandb_sweep,
 )
+from ablate.cli.habits import RESET, habit_hint, hydra_overrides
 from ablate.cli.options import (
     launcher_options,
     margin_option,
@@ -103,6 +104,7 @@ def _add_train(sub: Subcommands) -> None:
         action="store_true",
         help="print the resolved config (YAML) and exit; trains nothing",
     )
+    train.add_argument("--print_config", action="store_true", help=argparse.SUPPRESS)  # LightningCLI's
     train.set_defaults(func=cmd_train)
 
 
@@ -391,22 +393,6 @@ def completion_script(shell: str) -> str:
     return shtab.complete(parser, shell=shell)
 
 
-# What Hydra and LightningCLI users type, and what ablate takes instead.
-HABITS = {
-    ("-m", "--multirun"): "no -m here: a grid is ablate sweep CONFIG.yaml key=a,b",
-    ("--config", "-c", "--config-name", "--config-path"): "the config file is the first argument: "
-    "ablate train CONFIG.yaml, ablate sweep SPEC.yaml",
-}
-
-
-def habit_hint(stray: list[str]) -> str:
-    """``; <what to type instead>`` for a Hydra / LightningCLI habit among ``stray``, else ''."""
-    for flags, hint in HABITS.items():
-        if any(x.partition("=")[0] in flags for x in stray):
-            return f" ({hint})"
-    return ""
-
-
 def storage_from_env(args: argparse.Namespace) -> None:
     """``--storage`` not given: $ABLATE_STORAGE, read now that the command runs (the parser never
     reads the environment, so its help and the docs never show a URL)."""
@@ -424,17 +410,18 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args, extra = parser.parse_known_args(argv)
     args.argv = argv  # what a restart under a pinned CPU ISA reruns (commands.pin_process)
-    stray = [x for x in extra if x.startswith("-") or "=" not in x]
+    stray = [x for x in extra if x.startswith("-") or ("=" not in x and not RESET.fullmatch(x))]
     if stray or (extra and not hasattr(args, "overrides")):
         # `ablate train --storage URL` (train has none): the error shows no password.
         unknown = " ".join(shown(x) for x in stray or extra)
-        parser.error(f"unrecognized arguments: {unknown}{habit_hint(stray or extra)}")
+        parser.error(f"unrecognized arguments: {unknown}{habit_hint(stray or extra, argv)}")
     if extra:
         args.overrides = [*args.overrides, *extra]
     storage_from_env(args)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         check_options(args)
+        hydra_overrides(args)
         return func(args)
     except ConfigError as err:
         console.print(f"error: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)

@@ -63,6 +63,11 @@ def parse_overrides(
         key, sep, text = item.partition("=")
         key = key.strip()
         require(
+            not key.startswith("~"),
+            f"override {item!r}: ~KEY (Hydra's delete) resets a key to its default on the ablate "
+            f"command line only; here give {key[1:]}=VALUE",
+        )
+        require(
             bool(sep) and bool(key),
             f"override {item!r} is not of the form key=value (e.g. model.n_heads=1)",
         )

@@ -1,8 +1,11 @@
 """A grid from the command line, with no spec file: ``ablate sweep CONFIG.yaml model.n_heads=1,2,4``.
 
-Each override whose value is a comma list (``key=a,b``) is a swept key; the variants are every
-combination of their values, and the first value of each list is the baseline's (so the baseline
-is the combination the user wrote first). Every other override applies to the base of all of them.
+Each override whose value is a comma list (``key=a,b``), or Hydra's ``range(a,b[,step])`` (the
+integers a..b-1, like Python's range) or ``choice(a,b,...)`` (the comma list a,b,...), is a swept
+key; the variants are every combination of their values, and the first value of each list is the
+baseline's (so the baseline is the combination the user wrote first). Every other override applies
+to the base of all of them; a YAML flow list (``key=[a,b]``) is one value, for a key that takes a
+list, and is refused on any other key with the sweep forms to write instead (``check_list_values``).
 The result is the mapping an experiment spec file would hold, validated like one.
 
 Sizes multiply: six keys of ten values are a million variants. The grid is counted before it is
@@ -17,7 +20,8 @@ import itertools
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
 import yaml
 
@@ -34,14 +38,95 @@ MAX_VARIANTS = 256
 MAX_CELLS = 2_000
 
 
+# Hydra's sweep functions as values: NAME(ARGS). range and choice are sweeps here; the others
+# Hydra has are refused (their values are not a grid), never split at their commas.
+_CALL = re.compile(r"([A-Za-z_]\w*)\((.*)\)", re.DOTALL)
+SWEEP_FORMS = "key=a,b,c, key=choice(a,b,c) or key=range(start,stop[,step])"
+NOT_SWEEPS = ("glob", "interval", "sort", "shuffle", "tag", "extend_list")
+MAX_RANGE = 100_000  # values of one range(): the grid's size is checked after (check_size)
+
+
+def _range(args: str, item: str) -> list[str]:
+    """``range(1,4)`` -> ``["1", "2", "3"]``: Python's range, integers only, the stop excluded."""
+    parts = [p.strip() for p in args.split(",")]
+    try:
+        bounds = [int(p) for p in parts]
+    except ValueError:
+        bounds = []
+    require(
+        1 <= len(bounds) <= 3 and (len(bounds) < 3 or bounds[2] != 0),
+        f"override {item!r}: range takes integers, range(start,stop[,step]) with stop excluded "
+        "(range(1,4) is 1,2,3); list other values as key=a,b,c",
+    )
+    values = range(*bounds)
+    require(
+        len(values) <= MAX_RANGE, f"override {item!r}: {len(values):,} values; a range holds {MAX_RANGE:,}"
+    )
+    return [str(v) for v in values]
+
+
+def _sweep_call(key: str, text: str, item: str) -> list[str] | None:
+    """The values of ``range(...)`` / ``choice(...)``; None for a value that is no such call."""
+    call = _CALL.fullmatch(text)
+    if call is None or call[1] not in ("range", "choice", *NOT_SWEEPS):
+        return None
+    require(
+        call[1] in ("range", "choice"),
+        f"override {item!r}: {call[1]}() is Hydra's, not a sweep here; sweep {key} with {SWEEP_FORMS}",
+    )
+    values = _range(call[2], item) if call[1] == "range" else [v.strip() for v in call[2].split(",")]
+    require(
+        len(values) > 1,
+        f"override {item!r} is {len(values)} value(s); a sweep needs two or more (one value: {key}=VALUE)",
+    )
+    return values
+
+
 def list_values(item: str) -> tuple[str, list[str]] | None:
-    """``("model.n_heads", ["1", "2"])`` for ``model.n_heads=1,2``; None for an override that is
-    not a comma list (a YAML flow list ``[1,2]`` or a quoted string is a single value)."""
+    """``("model.n_heads", ["1", "2"])`` for ``model.n_heads=1,2`` (or ``=choice(1,2)``, or
+    ``=range(1,3)``); None for an override that is not a comma list (a YAML flow list ``[1,2]``
+    or a quoted string is a single value)."""
     key, sep, text = item.partition("=")
-    text = text.strip()
+    key, text = key.strip(), text.strip()
+    if sep and (values := _sweep_call(key, text, item)) is not None:
+        return key, values
     if not sep or "," not in text or text.startswith(("[", "{", "'", '"')):
         return None
-    return key.strip(), [v.strip() for v in text.split(",")]
+    return key, [v.strip() for v in text.split(",")]
+
+
+def _takes_a_list(hint: Any) -> bool:
+    if get_origin(hint) in (Union, UnionType):
+        return any(_takes_a_list(h) for h in get_args(hint))
+    return (get_origin(hint) or hint) in (list, tuple, dict)
+
+
+def takes_one_value(key: str) -> bool:
+    """Whether the config key ``key`` is known to take one value, not a list (or a mapping): False
+    for ``plugins``, the ``*_options`` mappings, a component's option and an unknown key."""
+    from ablate.errors import type_hints
+    from ablate.experiments.schema.config import SECTIONS, TrainConfig
+
+    section, _, name = key.partition(".")
+    cls = SECTIONS.get(section) if name else TrainConfig
+    name = getattr(cls, "ALIASES", {}).get(name, name) if name else key
+    hints = type_hints(cls) if cls is not None else {}
+    return name in hints and not _takes_a_list(hints[name])
+
+
+def check_list_values(overrides: list[str], then: str = "") -> None:
+    """The one rule for ``key=[a,b]``: one list value, for a key that takes a list; on a key that
+    takes one value, a ConfigError naming the sweep forms (``then``: where they work)."""
+    for item in overrides:
+        key, _, text = item.partition("=")
+        key, text = key.strip(), text.strip()
+        if text.startswith("[") and takes_one_value(key):
+            inner = text[1:].removesuffix("]")
+            raise ConfigError(
+                f"override {item!r}: {key} takes one value, and [a,b] is one list value (for a key "
+                f"that takes a list, like plugins); to sweep {key}, write {key}={inner} or "
+                f"{key}=choice({inner}){then}"
+            )
 
 
 def split_overrides(overrides: list[str]) -> tuple[list[str], dict[str, list[str]]]:
@@ -166,10 +251,12 @@ def load_sweep(
         profile is None,
         f"--profile {profile}: profiles belong to an experiment spec, and {given} is a train config",
     )
+    check_list_values(plain)
     require(
         bool(lists),
         f"{given} is a train config, not an experiment spec: sweep a key of it with a comma list "
-        f"(ablate sweep {given} model.n_heads=1,2 --seeds 5), or train it with ablate train",
+        f"(ablate sweep {given} model.n_heads=1,2 --seeds 5; or =choice(1,2), =range(1,3)), or "
+        "train it with ablate train",
     )
     fixed = {item.partition("=")[0].strip() for item in plain}
     both = sorted(fixed & set(lists))
