@@ -82,16 +82,19 @@ def stats_table(summary: dict) -> Table:
 
 
 def print_summary(summary: dict, run_dir: Path) -> None:
-    from ablate.sweeps.report.text import holm_line, params_text, status_line, verdict_lines
+    from ablate.sweeps.report.text import holm_line, params_text, reach_text, status_line, verdict_lines
 
     baseline = summary["baseline"]
     for line in verdict_lines(summary):  # the headline first: who wins, by how much
         console.print(line, markup=False, style="bold")
     out_console.print(stats_table(summary))
+    reach = reach_text(summary)
     console.print(
-        "Δ: Hodges-Lehmann estimate of the design's primary test (signed-rank on the per-seed "
-        "differences when paired, mann-whitney otherwise); its interval inverts that test, at the "
-        "confidence shown. " + holm_line(summary["variants"], baseline, summary.get("comparisons")),
+        "Δ: the effect estimate, the one the verdict uses: the Hodges-Lehmann estimate of the design's "
+        "primary test (signed-rank on the per-seed differences when paired, mann-whitney otherwise); "
+        "its interval inverts that test, at the confidence shown"
+        + (f" ({reach}). " if reach else ". ")
+        + holm_line(summary["variants"], baseline, summary.get("comparisons")),
         markup=False,
     )
     for name, v in summary["variants"].items():

@@ -32,12 +32,12 @@ from ablate.sweeps.ledger.run_folder import read_json_object
 from ablate.sweeps.report.text import (
     HEAD_HEADER,
     HEADER,
-    NOTES,
     PAIR_HEADER,
     conf_text,
     design_lines,
     head_rows,
     holm_line,
+    notes,
     pair_rows,
     pairing_lines,
     params_text,
@@ -308,7 +308,7 @@ def _markdown(
         lines += ["", "## Between variants", "", *table_md(PAIR_HEADER, pair_rows(pairs, summary["metric"]))]
     lines += ["", holm_line(summary["variants"], base, summary.get("comparisons")), ""]
     lines += [f"- {line}" for line in pairing_lines(summary["variants"], base)]
-    lines += ["", NOTES, ""]
+    lines += ["", notes(summary), ""]
     lines += _cost_and_plots_md(summary, plots)
     for metric, variants in summary.get("extra_metrics", {}).items():
         lines += [f"## {metric}", "", *table_md(HEADER, stat_rows(variants, base, metric))]
@@ -431,7 +431,7 @@ def _html(
     pairing = pairing_lines(summary["variants"], base)
     if pairing:
         body.append(list_html(pairing, "small"))
-    body.append(f"<p class='small'>{esc(NOTES)}</p>")
+    body.append(f"<p class='small'>{esc(notes(summary))}</p>")
     # The per-seed values and, for paired comparisons, their differences: side by side when they fit.
     metric_img = f"<img src='{png_data_uri(plot_metric(summary, rows))}' alt='metric per variant'>"
     diff_img = "".join(p.img() for p in plots if p.file == DIFF_PLOT)

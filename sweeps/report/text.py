@@ -13,7 +13,9 @@ from ablate.datamodules.splits import MIN_EVAL_EXAMPLES, describe, small_splits_
 from ablate.errors import ConfigError
 from ablate.experiments.schema.machine import NOT_RECORDED
 from ablate.sweeps.ledger.run_folder import read_json_object
-from ablate.sweeps.stats.summary import seeds_text
+from ablate.sweeps.stats.inference import ALPHA, min_p, widest_confidence
+from ablate.sweeps.stats.rows import INTERVAL_KEYS
+from ablate.sweeps.stats.summary import interval_range, seeds_text
 from ablate.trees import flatten
 
 
@@ -151,19 +153,89 @@ def status_line(summary: dict[str, Any]) -> str:
     )
 
 
-NOTES = (
-    "Median over seeds with IQR; IQM: interquartile mean (trim 25 % each end). Δ, its interval and p come from one test, the primary test of the design named "
-    "in 'test': signed-rank = Wilcoxon on the per-seed differences (the variant shares every seed "
-    "with the baseline), Δ their Hodges-Lehmann centre; mann-whitney otherwise, Δ the "
-    "Hodges-Lehmann shift. The interval is that test inverted, so it excludes 0 exactly when "
-    "p <= 0.05 (p is p_seq under adaptive seeds, and the intervals are wider); its confidence is the achieved one (the test is discrete: 93.8 % is the most 5 "
-    "paired seeds allow, so they get no interval). Ties count against rejection. p Holm: "
-    "adjusted over the comparisons with the baseline; it decides. "
-    "P(improve): P(variant better than baseline) + ½ P(tie), over the per-seed differences when "
-    "paired. Diverged seeds are included (a diverged NaN counts as the worst value). "
-    "summary.json also keeps the difference of medians, the Mann-Whitney p and Yuen's interval "
-    "of the IQM (descriptive, not a decision: that interval covers 92-95 % in simulation, not 95 %)."
-)
+def notes(summary: dict[str, Any]) -> str:
+    """The paragraph under the statistics table: what each column is, with the study's alpha and
+    what its seeds allow the discrete test (``reach_text``), and what summary.json keeps beside."""
+    alpha = (summary.get("methods") or {}).get("alpha", ALPHA)
+    reach = reach_text(summary)
+    return (
+        "Median over seeds with IQR; IQM: interquartile mean (trim 25 % each end). Δ is the effect "
+        "estimate, the one the verdict uses; it, its interval and p come from one test, the primary "
+        "test of the design named in 'test': signed-rank = Wilcoxon on the per-seed differences (the "
+        "variant shares every seed with the baseline), Δ their Hodges-Lehmann centre; mann-whitney "
+        "otherwise, Δ the Hodges-Lehmann shift. The interval is that test inverted, so it excludes 0 "
+        f"exactly when p <= {alpha:g} (p is p_seq under adaptive seeds, and the intervals are wider); "
+        f"its confidence is the achieved one (the test is discrete{': ' + reach if reach else ''}). "
+        "Ties count against rejection. p Holm: adjusted over the comparisons with the baseline; it "
+        "decides. P(improve): P(variant better than baseline) + ½ P(tie), over the per-seed "
+        "differences when paired. Diverged seeds are included (a diverged NaN counts as the worst "
+        "value). summary.json also keeps, descriptive and not a decision: the difference of medians "
+        "(delta_median, not the effect estimate: it can differ from Δ), the Mann-Whitney p and Yuen's "
+        f"interval of the IQM (it covers 92-95 % in simulation, not 95 %{clipped_note(summary)})."
+    )
+
+
+def tested_comparisons(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The comparisons of the primary metric that have a test: with the baseline, then between variants."""
+    base = summary["baseline"]
+    found = {n: v for n, v in summary["variants"].items() if n != base} | (summary.get("comparisons") or {})
+    return {n: v for n, v in found.items() if v.get("test") is not None}
+
+
+def seed_counts(summary: dict[str, Any], name: str) -> tuple[bool, int, int]:
+    """(paired?, n1, n2) that comparison ``name``'s test ran on: its pairs (n_pairs; a summary
+    written before it: n), or unpaired its seeds and those of the side it is measured against."""
+    v = comparison_entry(summary, name)
+    if v.get("paired"):
+        return True, v["n"] if v.get("n_pairs") is None else v["n_pairs"], 0
+    return False, v["n"], summary["variants"][_sides(summary, name)[1]]["n"]
+
+
+def _seeds_words(paired: bool, n1: int, n2: int) -> str:
+    if paired:
+        return f"{n1} paired seed{'s allow' if n1 != 1 else ' allows'}"
+    return f"{n1} against {n2} unpaired seeds allow"
+
+
+def reach_text(summary: dict[str, Any]) -> str:
+    """What the study's own seeds allow its discrete tests, from each comparison's seed counts
+    (``seed_counts``; inference.min_p, widest_confidence): for the counts too few for an interval
+    at the study's level, the most confidence and the smallest p they allow; else that the
+    confidence shown is achieved. "" without a test."""
+    methods = summary.get("methods") or {}
+    level = methods.get("alpha", ALPHA) / methods.get("looks", 1)  # the intervals' alpha
+    groups: dict[tuple[bool, int, int], list[str]] = {}
+    for name in tested_comparisons(summary):
+        groups.setdefault(seed_counts(summary, name), []).append(name)
+    short = {k: names for k, names in groups.items() if min_p(*k) > level}
+    reached = f"at least {conf_text(1 - level)}"
+    if not short:
+        return f"the confidence shown is the one the seeds achieve, {reached}" if groups else ""
+    parts = [
+        f"{_seeds_words(*k)} an interval of at most {conf_text(widest_confidence(*k))} confidence, "
+        f"below {conf_text(1 - level)}, so none is shown, and a p of at least {fmt_p(min_p(*k))}"
+        + (f" ({', '.join(names)})" if len(groups) > 1 else "")
+        for k, names in short.items()
+    ]
+    others = f"; the others' confidence is achieved, {reached}" if len(short) < len(groups) else ""
+    return "; ".join(parts) + others
+
+
+def clipped_note(summary: dict[str, Any]) -> str:
+    """``; iqm_ci of a, b left [0, 1] ...`` when an interval of the primary metric left its range
+    (summary.json's ``clipped``: summary.clip_intervals), else ""."""
+    entries = {**summary["variants"], **(summary.get("comparisons") or {})}
+    found = []
+    for key in INTERVAL_KEYS:
+        if names := [n for n, v in entries.items() if key in (v.get("clipped") or [])]:
+            low, high = interval_range(key, summary["metric"])
+            found.append(f"{key} of {', '.join(names)} left [{low:g}, {high:g}]")
+    if not found:
+        return ""
+    return (
+        f"; {'; '.join(found)} and was clipped to it (summary.json's 'clipped' lists it): that "
+        "bound is the range's end, not a computed one"
+    )
 
 
 def holm_line(
@@ -240,7 +312,8 @@ def verdict(name: str, summary: dict[str, Any], detect: Any = None) -> str:
     decided = decision(name, summary)
     if decided == "no comparison":
         return f"{a}: no comparison with {base} on {where} ({v.get('pairing') or 'no complete values'})."
-    n, alpha = v["n"], (summary.get("methods") or {}).get("alpha", 0.05)
+    # the seeds the test ran on: a paired one's pairs (fewer than n when the other side lacks a seed)
+    n, alpha = seed_counts(summary, name)[1], (summary.get("methods") or {}).get("alpha", 0.05)
     seq = "p_seq" if v.get("p_seq") is not None else "p"
     p = f"{seq} = {fmt_p(decision_p(v))}, p Holm = {fmt_p(v.get('p_holm'))}"
     design = ((summary.get("design") or {}).get("comparisons") or {}).get(name) or {}

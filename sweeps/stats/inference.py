@@ -140,6 +140,12 @@ def min_p(paired: bool, n1: int, n2: int = 0) -> float:
     return min(1.0, 2 * null_cdf(paired, n1, n2)[0][0])
 
 
+def widest_confidence(paired: bool, n1: int, n2: int = 0) -> float:
+    """The confidence of the widest interval these seeds give (k = 1: [min, max] of the averages
+    or differences), 1 - the smallest p: the most they allow. Paired, n pairs: 1 - 2 / 2^n."""
+    return 1.0 - min_p(paired, n1, n2)
+
+
 def seeds_to_reject(paired: bool, alpha: float) -> int:
     """The fewest seeds per variant at which the test can give p <= alpha; with Holm over k
     comparisons pass alpha / k (the smallest p is held to it)."""

@@ -109,23 +109,26 @@ class VariantStats(TypedDict):
     max: float | None
     mean: float | None
     std: float | None
-    delta: float | None  # the primary test's estimate
+    delta: float | None  # the effect estimate: the primary test's, which the verdict uses
     ci: list[float | None] | None  # the primary test inverted
     ci_confidence: float | None
     p_value: float | None
     p_holm: float | None
     test: str | None
     paired: bool | None
+    n_pairs: int | None  # paired: the pairs the test ran on (seeds both sides have); else None
     pairing: str | None
     min_seeds: int | None
     p_seq: float | None  # adaptive seeds only: p_value adjusted for the looks
     p_improve: float | None
     iqm: float | None
     iqm_ci: list[float | None] | None
-    delta_median: float | None  # descriptive
+    clipped: list[str] | None  # the INTERVAL_KEYS with a bound set to the metric's range
+    delta_median: float | None  # descriptive, not the effect estimate (delta is)
     p_mwu: float | None  # descriptive
 
 
 # summary.json's order of a variant's keys (the schema others read).
 VARIANT_KEYS = tuple(VariantStats.__annotations__)
 INTERVAL_KEYS = ("ci", "iqm_ci")  # the [low, high] ones
+DIFFERENCE_KEYS = ("ci",)  # intervals of variant − baseline (the others: of the metric's values)

@@ -13,7 +13,8 @@ against rejection, and its interval is that test inverted (sweeps/stats/inferenc
 - unpaired: the Mann-Whitney test, the Hodges-Lehmann shift and its interval.
 
 Beside them, descriptive only: the interquartile mean (IQM, Agarwal et al. 2021) with Yuen's
-interval, the difference of medians, the midrank Mann-Whitney p (``p_mwu``), and Holm's
+interval (clipped to the metric's range, and flagged), the difference of medians (not the effect
+estimate: delta is), the midrank Mann-Whitney p (``p_mwu``), and Holm's
 step-down adjustment (Holm, 1979) over the k comparisons with the baseline, which decides.
 """
 
@@ -41,7 +42,7 @@ from ablate.sweeps.stats.inference import (
     signed_rank,
     trimmed_mean_ci,
 )
-from ablate.sweeps.stats.rows import VARIANT_KEYS, CellRow
+from ablate.sweeps.stats.rows import DIFFERENCE_KEYS, INTERVAL_KEYS, VARIANT_KEYS, CellRow
 
 DIRECTIONS = ("maximize", "minimize")
 # What variant_stats returns: summary.json's keys of a variant (stats/rows.py) but n_diverged.
@@ -107,14 +108,15 @@ def variant_stats(
       (inference.signed_rank when paired, inference.mann_whitney otherwise): its
       Hodges-Lehmann estimate (of the per-seed differences' centre, or of the shift), the interval that
       inverts it with its achieved confidence (None when the seeds cannot reach 1 - alpha),
-      and its p. The interval excludes 0 exactly when p <= alpha.
+      and its p. The interval excludes 0 exactly when p <= alpha. delta is the effect
+      estimate, the one the verdict states and decides by. n_pairs: the pairs it ran on.
     - delta_median = median(values) - median(baseline) and p_mwu (exact Mann-Whitney with
-      midranks): descriptive, whatever the design.
+      midranks): descriptive, whatever the design; not the effect estimate.
     - p_improve: P(variant better than baseline) + 0.5 P(tie): over the seeds' differences
       when paired, over all pairs of values (U / (n1 n2)) otherwise; "better" is lower for
       direction "minimize".
-    - p_holm, min_seeds, pairing and p_seq are set by summarize() (they depend on the other
-      variants, the seeds and the schedule).
+    - p_holm, min_seeds, pairing, p_seq and clipped are set by summarize() (they depend on the
+      other variants, the seeds, the schedule and the metric).
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
@@ -146,6 +148,7 @@ def variant_stats(
     if paired:
         diff = x - pair
         diff = diff[np.isfinite(diff)]
+        out["n_pairs"] = int(diff.size)
     else:
         diff = (x[:, None] - y[None, :]).reshape(-1)
     share = float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
@@ -163,6 +166,39 @@ def variant_stats(
 
 def _pair(ci: tuple[float, float] | None) -> list[float | None] | None:
     return None if ci is None else [_num(ci[0]), _num(ci[1])]
+
+
+def metric_range(metric: str) -> tuple[float, float]:
+    """The values ``metric`` can take: [0, 1] for a proportion (design.bounded: acc, f1), [0, inf)
+    for a loss, else unbounded."""
+    if design.bounded(metric):
+        return 0.0, 1.0
+    if metric.rpartition("/")[2] == "loss":
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+def interval_range(key: str, metric: str) -> tuple[float, float]:
+    """The range of interval ``key`` (rows.INTERVAL_KEYS) of ``metric``: the metric's own, or for a
+    difference of two of its values (rows.DIFFERENCE_KEYS) [low - high, high - low]."""
+    low, high = metric_range(metric)
+    return (low - high, high - low) if key in DIFFERENCE_KEYS else (low, high)
+
+
+def clip_intervals(entry: dict[str, Any], metric: str) -> None:
+    """Set each interval of ``entry`` (INTERVAL_KEYS) inside its ``interval_range``, in place, and
+    list in ``entry["clipped"]`` the keys whose computed bound lay outside it (Yuen's interval of
+    an accuracy near 1 can reach above 1): a clipped bound is the range's end, not a computed one.
+    The test-inverted ``ci`` is made of observed differences, so it never needs it."""
+    entry["clipped"] = []
+    for key in INTERVAL_KEYS:
+        if entry.get(key) is None:
+            continue
+        low, high = interval_range(key, metric)
+        bounds = [None if b is None else min(max(b, low), high) for b in entry[key]]
+        if bounds != entry[key]:
+            entry[key] = bounds
+            entry["clipped"].append(key)
 
 
 # ---- a study ----------------------------------------------------------------------------------
@@ -269,8 +305,46 @@ def pairing(
     return True, why
 
 
-def methods(seeds: Sequence[int], k: int, alpha: float = ALPHA, looks: int = 1) -> dict[str, Any]:
-    """The summary's "methods": what every number was computed with."""
+PAIRED_TEST = {
+    "name": TEST_WILCOXON,
+    "estimate": "Hodges-Lehmann: median of the Walsh averages (d_i + d_j) / 2, i <= j, of d = variant - baseline",
+    "p": "2 min(P(T <= #{A <= 0}), P(T <= #{A >= 0})), T the signed-rank statistic without ties, "
+    f"capped at 1; exact up to {EXACT_WILCOXON_N} pairs, normal with continuity correction above",
+    "ci": "[A_(k), A_(M+1-k)] of the M = n(n+1)/2 sorted Walsh averages, k the largest with 2 P(T <= k - 1) <= alpha",
+}
+UNPAIRED_TEST = {
+    "name": TEST_MWU,
+    "estimate": "Hodges-Lehmann shift: median of all n1 n2 differences x_i - y_j",
+    "p": "as the signed-rank test, with the n1 n2 differences for the Walsh averages and U for T; exact up to "
+    f"n1 n2 = {EXACT_MWU_CELLS}, normal with continuity correction above",
+    "ci": "[D_(k), D_(n1 n2 + 1 - k)] of the sorted pairwise differences",
+}
+EFFECT = (
+    "delta is the effect estimate, the one the verdict uses: the primary test's Hodges-Lehmann "
+    "estimate, whose sign makes a decided comparison (p_holm <= alpha) better or worse, and which "
+    "ci brackets. delta_median, the difference of medians, is descriptive: with few seeds it can "
+    "differ from delta (0 beside a nonzero delta when the medians tie)"
+)
+
+
+def clipped_text(metric: str | None) -> str:
+    """methods' ``clipped``: what a variant's ``clipped`` lists, and the metric's range."""
+    low, high = metric_range(metric or "")
+    keys = f"per variant: the interval keys ({', '.join(INTERVAL_KEYS)})"
+    if (low, high) == (-math.inf, math.inf):
+        return f"{keys} set to the metric's range; this metric has no fixed range, so none is"
+    return (
+        f"{keys} with a computed bound outside the metric's range [{low:g}, {high:g}] (of a "
+        f"difference, ci: [{low - high:g}, {high - low:g}]), set to the range's end: that bound is "
+        "the end, not a computed one"
+    )
+
+
+def methods(
+    seeds: Sequence[int], k: int, alpha: float = ALPHA, looks: int = 1, metric: str | None = None
+) -> dict[str, Any]:
+    """The summary's "methods": what every number was computed with (``metric``: its range)."""
+    level = alpha / looks  # the intervals' alpha
     return {
         "seeds": list(seeds),
         "alpha": alpha,
@@ -280,25 +354,16 @@ def methods(seeds: Sequence[int], k: int, alpha: float = ALPHA, looks: int = 1) 
             "test on the per-seed differences when the variant is paired with the baseline, "
             "Mann-Whitney otherwise; ties count against rejection"
         ),
-        "paired_test": {
-            "name": TEST_WILCOXON,
-            "estimate": "Hodges-Lehmann: median of the Walsh averages (d_i + d_j) / 2, i <= j, of d = variant - baseline",
-            "p": "2 min(P(T <= #{A <= 0}), P(T <= #{A >= 0})), T the signed-rank statistic without ties, "
-            f"capped at 1; exact up to {EXACT_WILCOXON_N} pairs, normal with continuity correction above",
-            "ci": "[A_(k), A_(M+1-k)] of the M = n(n+1)/2 sorted Walsh averages, k the largest with 2 P(T <= k - 1) <= alpha",
-        },
-        "unpaired_test": {
-            "name": TEST_MWU,
-            "estimate": "Hodges-Lehmann shift: median of all n1 n2 differences x_i - y_j",
-            "p": "as the signed-rank test, with the n1 n2 differences for the Walsh averages and U for T; exact up to "
-            f"n1 n2 = {EXACT_MWU_CELLS}, normal with continuity correction above",
-            "ci": "[D_(k), D_(n1 n2 + 1 - k)] of the sorted pairwise differences",
-        },
+        "effect": EFFECT,
+        "paired_test": PAIRED_TEST,
+        "unpaired_test": UNPAIRED_TEST,
         "ci": (
-            "the inversion of the primary test: it excludes 0 exactly when p <= alpha; "
-            "ci_confidence is its achieved confidence (>= 1 - alpha); None when the seeds cannot "
-            "reach 1 - alpha (a paired comparison needs 6 seeds, an unpaired one 4 per side)"
+            f"the inversion of the primary test: it excludes 0 exactly when p <= {level:g}; "
+            f"ci_confidence is its achieved confidence (>= {1 - level:g}); None when the seeds cannot "
+            f"reach {1 - level:g} (a paired comparison needs {seeds_to_reject(True, level)} pairs, an "
+            f"unpaired one {seeds_to_reject(False, level)} seeds per side)"
         ),
+        "clipped": clipped_text(metric),
         "pairing": (
             "per variant: paired when the variant and the baseline have a complete value for the same "
             "seeds and the variant overrides no data key that changes a seed's data "
@@ -307,11 +372,12 @@ def methods(seeds: Sequence[int], k: int, alpha: float = ALPHA, looks: int = 1) 
         "iqm": "scipy.stats.trim_mean(x, 0.25): floor(n/4) values dropped at each end (none for n < 4)",
         "iqm_ci": (
             "Yuen's interval for the trimmed mean at nominal 1 - alpha (winsorized standard error, t with "
-            "h - 1 df); descriptive, not printed in the reports: it covered 92-95 % on normal, skewed "
-            "and ceiling data and far less on bimodal data (python -m ablate.benchmarks.stats_calibration)"
+            "h - 1 df), clipped to the metric's range (see clipped); descriptive, not printed in the "
+            "reports: it covered 92-95 % on normal, skewed and ceiling data and far less on bimodal data "
+            "(python -m ablate.benchmarks.stats_calibration)"
         ),
         "descriptive": {
-            "delta_median": "median(variant) - median(baseline)",
+            "delta_median": "median(variant) - median(baseline); not the effect estimate (see effect)",
             "p_mwu": f"exact Mann-Whitney U with midranks (up to {EXACT_MWU_MAX} pooled values); not a decision",
         },
         "multiple_comparisons": {
@@ -439,6 +505,8 @@ def summarize(
         f"{a} vs {b}": (a, b) for a, b in compare
     }
     entries = {**out_variants, **between}
+    for entry in entries.values():
+        clip_intervals(entry, metric)
     out = {
         "experiment": experiment,
         "metric": metric,
@@ -454,7 +522,7 @@ def summarize(
     out["design"] = design.check(
         cells, {n: (a, b, bool(entries[n]["paired"])) for n, (a, b) in sides.items()}, metric, chance
     )
-    out["methods"] = methods(seeds, k, alpha, looks)
+    out["methods"] = methods(seeds, k, alpha, looks, metric)
     return out
 
 
