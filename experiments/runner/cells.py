@@ -32,6 +32,7 @@ from lightning.pytorch.loggers import Logger
 from ablate.datamodules import ClassificationDataModule
 from ablate.errors import ConfigError
 from ablate.experiments.runner.building import build_model
+from ablate.experiments.runner.phases import Phases, ValidationTimer
 from ablate.experiments.schema.config import SeedStreams, TrainConfig
 from ablate.experiments.schema.machine import numerics_record, require_pinned
 from ablate.experiments.schema.memory import check_memory
@@ -62,6 +63,8 @@ class TrialResult:
     # The validation metric at each validation of fit (lit_modules/systems/curves.py): {"metric",
     # "steps", "values"}. In metrics.json, not in to_dict: the train command's table shows to_dict.
     curve: dict[str, Any] | None = None
+    # Seconds per phase (experiments/runner/phases.py): in metrics.json, not in to_dict.
+    phases: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: a NaN metric (a diverged run) becomes null."""
@@ -231,23 +234,36 @@ def _train_group(
     callbacks: Sequence[Callback],
     datamodule: ClassificationDataModule | None,
 ) -> list[TrialResult]:
-    """One group of seeds, one model (alone, or one stack): data, model, training, results."""
+    """One group of seeds, one model (alone, or one stack): data, model, training, results,
+    each phase timed (experiments/runner/phases.py)."""
     start = time.perf_counter()
-    dm = _setup(cfg, seeds[0], datamodule)
-    streams = [cfg.seed_streams(s) for s in seeds]
-    train = [dm.dataloader("train", shuffle=True, seed=s.order) for s in streams]  # one order per seed
-    lit = _group_model(cfg, dm, streams)
+    phases, in_fit = Phases(), ValidationTimer()
+    with phases("setup"):
+        dm = _setup(cfg, seeds[0], datamodule)
+        streams = [cfg.seed_streams(s) for s in seeds]
+        train = [dm.dataloader("train", shuffle=True, seed=s.order) for s in streams]  # one order per seed
+    with phases("model"):
+        lit = _group_model(cfg, dm, streams)
     curves = ValidationCurve(len(seeds), CURVE_METRIC)  # reads what validation logged: no pass, no draw
-    trainer = _fit(cfg, lit, dm, train, out_dirs, loggers, progress=progress, callbacks=[*callbacks, curves])
-    members = member_metrics(evaluate(trainer, lit, dm), len(seeds))
+    with phases("train"):
+        trainer = _fit(
+            cfg, lit, dm, train, out_dirs, loggers, progress=progress, callbacks=[*callbacks, curves, in_fit]
+        )
+    phases.add("train", -in_fit.seconds)
+    phases.add("validation", in_fit.seconds)
+    with phases("evaluate"):
+        members = member_metrics(evaluate(trainer, lit, dm), len(seeds))
     wall = time.perf_counter() - start
     results = _results(cfg, seeds, members, lit, trainer.global_step, dm, wall / len(seeds))
     for k, result in enumerate(results):
         final = result.metrics.get(curves.metric)  # the validation after fit, at the last step
         result.curve = curves.curve(k, result.steps, final)
     if out_dirs is not None:
-        for out, result in zip(out_dirs, results, strict=True):
-            _write_cell(Path(out), result, dm)
+        with phases("write"):
+            for out, result in zip(out_dirs, results, strict=True):
+                _write_cell(Path(out), result, dm, phases.shared(len(seeds)))
+    for result in results:
+        result.phases = phases.shared(len(seeds))
     return results
 
 
@@ -342,11 +358,13 @@ def _results(
     return results
 
 
-def _write_cell(out: Path, result: TrialResult, dm: ClassificationDataModule) -> None:
-    """A cell's folder: the resolved config, ``metrics.json`` (with the validation curve) and the
-    tokenizer."""
+def _write_cell(
+    out: Path, result: TrialResult, dm: ClassificationDataModule, phases: dict[str, float]
+) -> None:
+    """A cell's folder: the resolved config, ``metrics.json`` (with the validation curve and the
+    phases so far) and the tokenizer."""
     write_yaml(out / "config.yaml", result.config.to_dict())
     note = {"data_note": dm.split_note} if dm.split_note else {}  # an unlabelled split's fallback
     curve = {"curve": result.curve} if result.curve is not None else {}
-    write_json(out / "metrics.json", {**result.to_dict(), **curve, **note})
+    write_json(out / "metrics.json", {**result.to_dict(), **curve, **note, "phases": phases})
     dm.save_tokenizer(out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -23,9 +24,10 @@ from optuna.trial import TrialState
 
 from ablate.errors import ConfigError
 from ablate.experiments.runner.cells import run_cells
+from ablate.experiments.runner.phases import Phases
 from ablate.experiments.schema.machine import numerics_key
 from ablate.experiments.specs.spec import ExperimentSpec
-from ablate.files import atomic_dir
+from ablate.files import atomic_dir, write_json
 from ablate.sweeps.drivers.launcher import STOPPED
 from ablate.sweeps.drivers.loop import (
     INTERRUPTS,
@@ -109,20 +111,23 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
             zip(trials, results, loggers, dirs, strict=True)
         ):
             seed = trial.params["seed"]
-            heads = None
+            heads, phases = None, Phases()
             if seed in spec.heatmap_seeds:
-                heads = archive(trial, result, run_dir / "heatmaps" / variant / f"seed{seed}", artifacts)
-            upload_config(trial, cell_dir / CONFIG_ARTIFACT, artifacts)
-            wandb_id = wandb_glue.log_cell(logger, result.to_dict(), heads) if logger else None
+                with phases("heatmaps"):
+                    heads = archive(trial, result, run_dir / "heatmaps" / variant / f"seed{seed}", artifacts)
+            with phases("logging"):
+                upload_config(trial, cell_dir / CONFIG_ARTIFACT, artifacts)
+                wandb_id = wandb_glue.log_cell(logger, result.to_dict(), heads) if logger else None
             # The trial first, then its run marked complete: a run marked complete always has a
             # complete trial. Ctrl-C waits until both are done (then raises), so an interrupt
             # cannot fall between them.
-            with deferred_interrupts() as pending:
+            with deferred_interrupts() as pending, phases("record"):
                 record(store, trial, result, wandb_id)
                 told.add(i)
                 if logger:
                     wandb_glue.end_cell(logger, wandb_glue.COMPLETE)
                 ended.add(i)
+            add_phases(cell_dir / "metrics.json", result.phases | phases.shared(1))
             if pending:
                 raise KeyboardInterrupt
     except BaseException as err:
@@ -130,6 +135,18 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
         raise
 
 
+def add_phases(metrics_file: Path, phases: dict[str, float]) -> None:
+    """The cell's phases, the worker's own added (heatmaps, logging, record), into its
+    metrics.json, with ``first_in_worker`` for the first cell this process ran (its imports and
+    study opening came before it); provenance only, so a cell folder that is gone is skipped."""
+    global _cells_run
+    with contextlib.suppress(FileNotFoundError):
+        doc = json.loads(metrics_file.read_text())
+        write_json(metrics_file, {**doc, "phases": phases, "first_in_worker": _cells_run == 0})
+    _cells_run += 1
+
+
+_cells_run = 0  # cells this worker process has finished (add_phases)
 _terminated = False  # set by on_terminate: the KeyboardInterrupt it raises can be lost
 
 

@@ -1,0 +1,70 @@
+"""Where a cell's wall time goes: seconds per phase, recorded in its ``metrics.json`` as
+``phases`` (provenance, like ``wall_s``: no result depends on it, no check compares it).
+
+The runner times ``setup`` (machine checks, threads, data set and tokenizer), ``model`` (build
+and init), ``train`` (fit's training steps, its validations taken out), ``validation`` (the
+validations during fit), ``evaluate`` (the final validation and test passes) and ``write`` (the
+cell's files); a sweep worker adds ``heatmaps`` (the probe pass, PNGs and artifacts),
+``logging`` (the config artifact and the W&B run's metrics) and ``record`` (the trial told
+complete, the W&B run finished). A stack of K seeds shares each phase: each member records 1/K
+of it. ``python -m ablate.benchmarks.cell phases RUN_DIR...`` tabulates them per task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import lightning as L
+
+# In the order a cell runs them; STEP_PHASE is the training itself, every other one is overhead.
+RUNNER_PHASES = ("setup", "model", "train", "validation", "evaluate", "write")
+WORKER_PHASES = ("heatmaps", "logging", "record")
+STEP_PHASE = "train"
+
+
+class Phases:
+    """Seconds per phase, summed over the phase's ``with phases("name"):`` blocks."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - start)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+
+    def shared(self, k: int) -> dict[str, float]:
+        """Each phase's share of one of ``k`` seeds that ran together, rounded to the millisecond."""
+        return {name: round(s / k, 3) for name, s in self.seconds.items()}
+
+
+class ValidationTimer(L.Callback):
+    """The seconds fit spends in validation (its loops' start to end), so that the training
+    steps' time is fit's time without them."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._start: float | None = None
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: Any) -> None:
+        self._start = time.perf_counter()
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: Any) -> None:
+        if self._start is not None:
+            self.seconds += time.perf_counter() - self._start
+            self._start = None
+
+
+def non_step_share(phases: dict[str, float]) -> float | None:
+    """The share of a cell's recorded phases that is not its training steps (None: no phases)."""
+    total = sum(phases.values())
+    return None if total <= 0 else 1 - phases.get(STEP_PHASE, 0.0) / total

@@ -1,0 +1,67 @@
+"""A cell's phases: the runner's and a sweep worker's, in metrics.json, and fit's validations
+taken out of its training time."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ablate.experiments.runner.cells import run_trial
+from ablate.experiments.runner.phases import (
+    RUNNER_PHASES,
+    WORKER_PHASES,
+    Phases,
+    ValidationTimer,
+    non_step_share,
+)
+from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.specs.loading import load_config
+from tests.helpers.configs import TINY_BASE
+from tests.helpers.sweeps import finished_run
+
+
+def test_phases_sum_per_name_and_split_a_stack() -> None:
+    phases = Phases()
+    for _ in range(2):
+        with phases("a"):
+            time.sleep(0.01)
+    with pytest.raises(RuntimeError), phases("b"):
+        raise RuntimeError  # a phase that raises is still timed
+    assert phases.seconds["a"] >= 0.02 and "b" in phases.seconds
+    phases.add("a", 1.0)
+    assert phases.shared(4)["a"] == round(phases.seconds["a"] / 4, 3)
+    assert non_step_share({"train": 3.0, "setup": 1.0}) == 0.25 and non_step_share({}) is None
+
+
+def test_a_cell_records_each_phase_and_fit_validations_apart(tiny_config: Path, tmp_path: Path) -> None:
+    cfg: TrainConfig = load_config(tiny_config, ["trainer.max_steps=6", "trainer.val_every=2"])
+    result = run_trial(cfg, tmp_path / "cell")
+    written = json.loads((tmp_path / "cell" / "metrics.json").read_text())["phases"]
+    assert set(RUNNER_PHASES) - {"write"} <= set(written) and set(result.phases) == set(RUNNER_PHASES)
+    assert all(v >= 0 for v in result.phases.values()) and result.phases["validation"] > 0
+    # the runner's phases are the cell's wall time, to rounding (write comes after it)
+    assert sum(v for k, v in result.phases.items() if k != "write") == pytest.approx(result.wall_s, abs=0.01)
+    without = run_trial(cfg.override(["trainer.val_every=0"]))
+    assert without.phases["validation"] == 0 and without.metrics == result.metrics
+
+
+def test_the_timer_counts_only_what_lies_between_start_and_end() -> None:
+    timer = ValidationTimer()
+    timer.on_validation_end(None, None)  # no start: nothing
+    timer.on_validation_start(None, None)
+    time.sleep(0.01)
+    timer.on_validation_end(None, None)
+    assert 0.01 <= timer.seconds < 1
+
+
+def test_a_sweep_worker_adds_its_phases_and_marks_its_first_cell(tmp_path: Path) -> None:
+    run = finished_run(tmp_path, TINY_BASE, seeds=2)
+    docs = [json.loads(p.read_text()) for p in sorted((run / "cells").glob("*/metrics.json"))]
+    assert len(docs) == 4
+    for doc in docs:
+        assert {*RUNNER_PHASES, "logging", "record"} <= set(doc["phases"]) <= {*RUNNER_PHASES, *WORKER_PHASES}
+    # one process ran all four: exactly one of them came first
+    assert sum(doc["first_in_worker"] for doc in docs) <= 1
