@@ -508,14 +508,13 @@ def numerics_lines(summary: dict[str, Any]) -> list[str]:
 def rerun_expectation(setting: str) -> str:
     """What a rerun of cells made with ``setting`` can expect, as far as this project measured it
     (docs/pages/explanations/one-number.md, across machines)."""
-    check = "whether the conclusions hold is what `ablate verify <run folder> --conclusions` says"
+    check = "`ablate verify <run folder> --conclusions` says whether the conclusions hold there"
     if "| cuda " in setting:
         return f"Reruns on GPU: bit-identity is not measured by this project; {check}."
     return (
-        "A rerun on the same CPU model and torch build gives these cells to the bit (tested); on "
-        "another CPU model they may round otherwise (two Intel Xeon models gave the same bits, an "
-        "AMD EPYC and an Intel Xeon did not, and long runs amplify it), and there "
-        f"{check}."
+        "A rerun on the same CPU model and torch build gives these cells to the bit (tested). On "
+        "another CPU model they may round otherwise (two Intel Xeon models gave the same bits; an "
+        f"AMD EPYC and an Intel Xeon did not, and long runs amplify it): {check}."
     )
 
 
