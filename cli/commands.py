@@ -385,8 +385,8 @@ def cmd_configs(args: argparse.Namespace) -> int:
         console.print(f"wrote {path}: edit it, then {use} {path}", markup=False, soft_wrap=True)
         if base := item.base():
             console.print(
-                f"its base: is the shipped {base}; to edit that too, ablate configs copy "
-                f"{base.removesuffix('.yaml')} and point base: at the copy",
+                f"its base config (the shipped {base}) is written inline under base:, so the file "
+                "works wherever it is moved",
                 markup=False,
                 soft_wrap=True,
             )

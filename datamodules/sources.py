@@ -113,7 +113,11 @@ def resolve(source: str) -> Path | None:
                 raise DataError(f"data.source={source!r}: {found} is neither a regular file nor a folder")
             return found
     if source.startswith((".", "/", "~")) or source.lower().endswith(EXTENSIONS):
-        raise DataError(f"data.source: file or folder not found: {path.resolve()}")
+        raise DataError(
+            f"data.source: file or folder not found: {path.resolve()}; give a data file "
+            f"({', '.join(EXTENSIONS)}) or a folder holding train, test and optionally dev (or "
+            "validation) files, e.g. train.tsv, dev.tsv, test.tsv"
+        )
     return None
 
 
@@ -266,8 +270,23 @@ def _load_hub(cfg: DataConfig, hf_cache: str) -> datasets.DatasetDict:
         return datasets.load_dataset(cfg.source, cfg.subset, revision=cfg.revision, cache_dir=hf_cache)
     except Exception as e:  # network, unknown name, subset or revision, auth: all one fixable error
         raise DataError(
-            f"data.source={cfg.source!r}: could not load it from the Hugging Face hub: {e}"
+            f"data.source={cfg.source!r}: could not load it from the Hugging Face hub: {e}{_local_hint(cfg)}"
         ) from e
+
+
+def _local_hint(cfg: DataConfig) -> str:
+    """For a hub data set that stands in for missing local data (``data.hub_fallback``, used when
+    the config's folder does not exist here, e.g. the shipped SST-2 config in an installed
+    package): how to point the config at a copy of the data instead."""
+    if cfg.hub_fallback is None or cfg.source != cfg.hub_fallback:
+        return ""
+    return (
+        f"; it stands in for the config's local data.source, which does not exist here (the warning "
+        f"above names it). To use your copy of the data, add data.source=/path/to/your/copy to the "
+        f"command: a folder holding train.tsv, dev.tsv and test.tsv (tab-separated, a header line "
+        f"naming the columns {cfg.label_column} and {cfg.text_column}; .csv, .json, .jsonl or "
+        f".parquet files work too, and dev may be missing)"
+    )
 
 
 def _load_saved(path: Path) -> datasets.DatasetDict | datasets.Dataset:

@@ -77,20 +77,23 @@ def resolve(given: str, kinds: tuple[str, ...], what: str) -> Path:
     return found.path
 
 
-# A spec's `base:` and a config's `data.source` are relative to the shipped file's folder: a copy
-# elsewhere names the shipped base by its absolute path, and the data as it resolves here.
+# A spec's `base:` and a config's `data.source` are relative to the shipped file's folder. A copy
+# must work wherever it is moved, also on a machine where ablate is installed elsewhere: a spec's
+# copy holds its base config inline (base: accepts a mapping), and the data is named as it
+# resolves here.
 _BASE = re.compile(r"^(base:\s*)(\S+?\.ya?ml)(\s*(#.*)?)$")
 _SOURCE = re.compile(r"^(\s+source:\s*)(\S+)(\s*(#.*)?)$")
 
 
 def copy_text(item: Shipped) -> str:
-    """The shipped file's text (comments kept) with its relative paths made to work from anywhere."""
+    """The shipped file's text (comments kept) with its relative paths made to work from anywhere:
+    a spec's base config written inline under ``base:``, a config's local data made absolute."""
     folder = item.path.parent
     hub = read_yaml(item.path).get("data", {}) if item.kind == "config" else {}
     out = []
     for line in item.path.read_text().splitlines():
         if (m := _BASE.match(line)) and not os.path.isabs(m[2]):
-            line = f"{m[1]}{os.path.normpath(folder / m[2])}{m[3]}"
+            line = _inline_base(Path(os.path.normpath(folder / m[2])), m[3])
         elif (m := _SOURCE.match(line)) and m[2].startswith("."):
             local = os.path.normpath(folder / m[2])
             fallback = isinstance(hub, dict) and hub.get("hub_fallback")
@@ -98,6 +101,14 @@ def copy_text(item: Shipped) -> str:
             line = f"{m[1]}{source}{m[3]}"
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+def _inline_base(base: Path, comment: str) -> str:
+    """``base:`` with the copy of the config file ``base`` (comments kept) indented under it."""
+    config = copy_text(Shipped(base.stem, "config", base))
+    lines = [f"base:  {comment.strip() or f'# the shipped {base.name}, inline: edit it here'}"]
+    lines += [f"  {line}" if line.strip() else "" for line in config.splitlines()]
+    return "\n".join(lines)
 
 
 def copy(name: str, dest: str | None, *, force: bool = False) -> Path:
