@@ -40,7 +40,7 @@ from ablate.cli.options import (
     storage_option,
     sweep_options,
 )
-from ablate.cli.tables import console
+from ablate.cli.tables import console, shown_warnings
 from ablate.errors import ConfigError
 from ablate.experiments.specs.quick_grid import MAX_CELLS, MAX_VARIANTS
 from ablate.lit_modules.model.kinds import KINDS
@@ -379,18 +379,12 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
 
 def completion_script(shell: str) -> str:
-    """shtab's script for ``shell``, with YAML files offered for a config or spec argument."""
-    import shtab
+    """shtab's script for ``shell``; in bash and zsh a CONFIG or SPEC also completes the shipped
+    names beside YAML files, and the overrides the dotted config keys and their values
+    (cli/completion.py)."""
+    from ablate.cli.completion import script
 
-    parser = build_parser()
-    yaml_files = {"bash": "_shtab_compgen_files", "zsh": "_files -g '*.y(a|)ml'", "tcsh": "f"}
-    for command in parser._subparsers._group_actions[0].choices.values():
-        for action in command._actions:
-            if action.dest in ("spec", "config", "run_dir", "run_dirs", "run_a", "run_b", "path"):
-                action.complete = (
-                    {shell: yaml_files[shell]} if action.dest in ("spec", "config") else shtab.DIR
-                )
-    return shtab.complete(parser, shell=shell)
+    return script(build_parser(), shell)
 
 
 def storage_from_env(args: argparse.Namespace) -> None:
@@ -405,6 +399,11 @@ def main(argv: list[str] | None = None) -> int:
     code. Reads ``argv`` only and changes neither ``sys.argv`` nor ``os.environ``: W&B, which
     records a process's command line, is shown it with a password masked where it records it
     (wandb_glue.log_summary)."""
+    with shown_warnings():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     # Overrides may come after options (`--workers 2 model.pe=none`): collect them too.
     argv = sys.argv[1:] if argv is None else list(argv)

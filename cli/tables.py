@@ -5,6 +5,9 @@ stdout holds the tables (readable when piped: rich would assume 80 columns); std
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,26 @@ from rich.text import Text
 # Notes: wrapped to a terminal's width, but not in a log or a pipe (rich would break them at 80).
 console = Console(stderr=True, soft_wrap=not Console(stderr=True).is_terminal)
 out_console = Console() if Console().is_terminal else Console(width=160)
+
+
+class WarningLines(logging.Handler):
+    """ablate's warnings (a small evaluation split, seeds that cannot reach p Holm) on stderr, as
+    the command line shows them; the API leaves them to the user's logging (api.quiet_logs)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        console.print(self.format(record), markup=False, style="yellow", highlight=False, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def shown_warnings() -> Iterator[None]:
+    """While a command runs: ablate's warnings printed on stderr (one WarningLines on the
+    ``ablate`` logger, taken off afterwards, so an API call in the same process stays quiet)."""
+    library, handler = logging.getLogger("ablate"), WarningLines(logging.WARNING)
+    library.addHandler(handler)
+    try:
+        yield
+    finally:
+        library.removeHandler(handler)
 
 
 def print_results(out: Path, results: list[tuple[str, Any]]) -> None:

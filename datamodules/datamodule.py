@@ -1,13 +1,19 @@
-"""One LightningDataModule for every task: generate or load, tokenize, cache as Arrow, batch fast."""
+"""One LightningDataModule for every task: generate or load, tokenize, cache as Arrow, batch fast.
+
+Its data warnings (small evaluation splits, splits that share examples, a substituted split) are
+WARNING records of this module's logger, never prints: with no logging configured Python shows
+them on stderr (the command line), the Python API keeps them out of a notebook (api.py
+``quiet_logs``), a worker's log holds them (its ``logging.basicConfig``).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import shutil
-import sys
 import uuid
 import zlib
 from pathlib import Path
@@ -82,7 +88,19 @@ def cache_key(cfg: DataConfig) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
-_warned: set[str] = set()  # data warnings (small splits, overlaps) this process printed
+log = logging.getLogger(__name__)
+# (cache entry, warning): the data warnings (small splits, overlaps) this process logged.
+_warned: set[tuple[str, str]] = set()
+
+
+def _log_once(cache: Path, warnings: list[str], who: str = "") -> None:
+    """Log each warning of the data set cached at ``cache`` once per process: a worker's log has
+    it once, not once per cell, and a notebook that trains a cell and then sweeps the same data
+    is told once. ``who`` (the experiment, its variant) starts the line."""
+    for warning in warnings:
+        if (key := (str(cache), warning)) not in _warned:
+            _warned.add(key)
+            log.warning("%swarning: %s", f"{who}: " if who else "", warning)
 
 
 def split_rng(seed: int, split: str) -> np.random.Generator:
@@ -185,11 +203,8 @@ class ClassificationDataModule(L.LightningDataModule):
         self.n_classes, self.split_note = meta["n_classes"], meta.get("split_note")
         self.split_record = meta["splits"]
         if self.split_note:
-            print(f"warning: {self.split_note}", file=sys.stderr)
-        for warning in _warnings(meta):
-            if warning not in _warned:
-                _warned.add(warning)  # once per process: a worker's log, not once per cell
-                print(f"warning: {warning}", file=sys.stderr)
+            log.warning("warning: %s", self.split_note)
+        _log_once(path, _warnings(meta))
         self._examples = {name: _Examples(ds) for name, ds in self.splits.items()}
 
     def read_split_record(self) -> SplitRecord:
@@ -200,6 +215,11 @@ class ClassificationDataModule(L.LightningDataModule):
         """The built cache's data warnings, as ``setup`` prints them (after ``prepare_data``,
         without loading the data): small evaluation splits, splits that share their examples."""
         return _warnings(json.loads((self.cache_path / "meta.json").read_text()))
+
+    def log_warnings(self, who: str = "") -> None:
+        """Log the built cache's data warnings (``read_warnings``), those not yet logged in this
+        process (``setup`` logs them too), each line starting with ``who``."""
+        _log_once(self.cache_path, self.read_warnings(), who)
 
     def _build(self) -> tuple[datasets.DatasetDict, Tokenizer, dict]:
         """The tokenized splits, the tokenizer, and meta.json's facts (class count, split note)."""

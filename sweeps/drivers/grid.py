@@ -10,6 +10,7 @@ rerun.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,11 @@ from ablate.sweeps.ledger.study_views import PLOT_FILE
 from ablate.sweeps.report.build import report
 from ablate.sweeps.stats.inference import ALPHA, seeds_to_reject
 from ablate.sweeps.stats.summary import data_changing_keys
+
+# The warnings before a sweep runs (its data, its seeds' reach) are WARNING records, not prints:
+# with no logging configured Python shows them on stderr (the command line); the Python API keeps
+# them out of a notebook (api.py ``quiet_logs``).
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -74,7 +80,7 @@ def prepare_data(specs: list[ExperimentSpec]) -> None:
     in every cell, retried. The workers find the cache built (keyed by the data's config and
     content, datamodules/datamodule.py), so their cells are the ones they would have built.
     A validation or test split below MIN_EVAL_EXAMPLES, or splits that share examples, is one
-    warning line per data set, here (the workers print it only to their logs)."""
+    warning per data set and process, logged here (the workers log it only to their logs)."""
     from ablate.datamodules.datamodule import ClassificationDataModule
 
     seen: set[str] = set()
@@ -88,19 +94,13 @@ def prepare_data(specs: list[ExperimentSpec]) -> None:
                 dm.prepare_data()
             except ConfigError as err:
                 raise ConfigError(f"{spec.name}: variant {variant!r}: {err}") from None
-            for warning in dm.read_warnings():
-                who = spec.name if i == 0 else f"{spec.name}: variant {variant!r}"
-                console.print(f"{who}: warning: {warning}", markup=False, style="yellow", soft_wrap=True)
+            dm.log_warnings(spec.name if i == 0 else f"{spec.name}: variant {variant!r}")
 
 
 def _open(spec: ExperimentSpec, run_dir: Path, options: RunOptions) -> Grid:
     """Check and claim the run folder, open (or create) the study, and forgive failed cells if asked."""
     if warning := reach_warning(spec):
-        console.print(
-            f"{warning}; running anyway: the report will say 'not distinguishable'.",
-            markup=False,
-            style="yellow",
-        )
+        log.warning("%s; running anyway: the report will say 'not distinguishable'.", warning)
     url = prepare_run(run_dir, options.storage, options.workers)
     with new_output_folder(run_dir):
         check_run_folder(run_dir, "sweep", spec.name)

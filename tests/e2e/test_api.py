@@ -18,7 +18,7 @@ def test_the_api_runs_a_study_and_every_command_on_it(tmp_path: Path) -> None:
     spec = ablate.load_spec(write_spec(tmp_path))
     other = ablate.load_spec(write_spec(tmp_path, name="tiny2"), ["data.seed=1"])
     runs = tmp_path / "runs"
-    summary = ablate.sweep(spec, runs / "tiny")
+    summary = ablate.sweep(spec, runs / "tiny", use_wandb=False)
     assert summary["cells"] == {"total": 6, "complete": 6, "missing": []}
     assert ablate.load_summary(runs / "tiny") == summary
 
@@ -31,7 +31,7 @@ def test_the_api_runs_a_study_and_every_command_on_it(tmp_path: Path) -> None:
     table = ablate.power(runs / "tiny", max_seeds=5)
     assert set(table["variants"]) == {"no_pe"} and (runs / "tiny" / "power.json").is_file()
 
-    ablate.sweep(other, runs / "tiny2")
+    ablate.sweep(other, runs / "tiny2", use_wandb=False)
     agg = ablate.aggregate([runs / "tiny", runs / "tiny2"], tmp_path / "agg")
     assert agg["tasks"] == ["tiny", "tiny2"] and set(agg["variants"]) == {"baseline", "no_pe"}
     assert json.loads((tmp_path / "agg.json").read_text()) == agg

@@ -11,10 +11,11 @@ from pathlib import Path
 import datasets
 import pytest
 
-from ablate.datamodules import ClassificationDataModule, DataError, sources
+from ablate.datamodules import ClassificationDataModule, DataError, datamodule, sources
 from ablate.datamodules.config import DataConfig
 from ablate.datamodules.datamodule import cache_key
 from tests.helpers.forked import Case, assert_failed_cleanly, prepare, run_forked
+from tests.helpers.logs import unconfigured_logging
 
 ROWS = "".join(f"w{i} film number {i},{i % 2}\n" for i in range(40))
 CSV = "sentence,label\n" + ROWS
@@ -265,7 +266,7 @@ def saved(root: Path, dd: datasets.DatasetDict) -> Path:
 
 @pytest.mark.parametrize("layout", ["save_to_disk", "parquet-subset", "parquet-flat"])
 def test_unlabelled_test_split_falls_back_to_validation(
-    tmp_path: Path, layout: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, layout: str, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     dd = glue_like()
     extra = {"subset": "sst2"} if layout == "parquet-subset" else {}
@@ -282,9 +283,10 @@ def test_unlabelled_test_split_falls_back_to_validation(
     assert note and "split 'test' (12 rows)" in note and "every label is -1" in note
     assert "test is the source's validation split (10 rows)" in note
     assert "validation is 5% of train (3 rows)" in note
-    err = capsys.readouterr().err.splitlines()
-    assert err[0] == f"warning: {note}"  # one line; then, once per process, the small-split warning
-    assert all(line.startswith("warning: small evaluation split(s)") for line in err[1:])
+    assert capsys.readouterr().err == ""  # no bars; the warnings are log records (the CLI shows them)
+    logged = [r.getMessage() for r in caplog.records if r.name == datamodule.log.name]
+    assert logged[0] == f"warning: {note}"  # one line; then, once per process, the small-split warning
+    assert all(line.startswith("warning: small evaluation split(s)") for line in logged[1:])
     made = {k: v["source"] for k, v in dm.split_record.items()}
     assert "split 'validation', used as test (the source has no labelled test split)" in made["test"]
     assert made["validation"].startswith("5% of ") and "(3 of its 60 rows)" in made["validation"]
@@ -419,10 +421,14 @@ def test_cli_data_errors_are_one_line(tmp_path: Path, case: Case) -> None:
 def test_cli_text_run_writes_no_datasets_noise(tmp_path: Path) -> None:
     saved(tmp_path / "glue", glue_like())
     case = Case(["data.task=text", "data.source=glue", f"data.cache_dir={tmp_path / 'cache'}"], [])
-    ran = run_forked(prepare(tmp_path, case), tmp_path)
+    with unconfigured_logging():  # the child as `ablate train` runs: the warning is a log record
+        ran = run_forked(prepare(tmp_path, case), tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert not any(word in ran.stderr for word in NOISE), ran.stderr
-    assert ran.stderr.startswith("warning: unlabelled split(s) not used") and ran.stderr.count("\n") == 1
+    # The note, then the small-split warning (once per process and data set: this child's first).
+    lines = ran.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("warning: unlabelled split(s) not used"), lines
+    assert lines[1].startswith("warning: small evaluation split(s): validation 3, test 10 examples"), lines
 
 
 # --- hostile column types and line numbers (hardening, third round) ----------------------------

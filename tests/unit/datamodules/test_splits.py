@@ -4,6 +4,7 @@ variants apart or that shares its examples with another split."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -42,8 +43,20 @@ def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(datamodule, "_warned", set())  # the warning is once per process
 
 
+def data_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The data module's warnings logged since the last call (what the command line shows on
+    stderr, a worker in its log)."""
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == datamodule.log.name and r.levelno == logging.WARNING
+    ]
+    caplog.clear()
+    return lines
+
+
 def test_a_single_file_records_how_validation_and_test_were_drawn(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     source = csv_file(tmp_path / "one.csv", 300)
     dm = text_dm(tmp_path, source, seed=7)
@@ -64,17 +77,17 @@ def test_a_single_file_records_how_validation_and_test_were_drawn(
     assert raw["validation"].lines == sorted(int(i) + 2 for i in perm[:15])
     assert raw["test"].lines == sorted(int(i) + 2 for i in perm[15:30])
     assert [len(r) for r in raw.values()] == [v["n"] for v in record.values()]
-    err = capsys.readouterr().err.splitlines()
+    err = data_warnings(caplog)
     assert len(err) == 1 and err[0].startswith("warning: small evaluation split(s): validation 15, test 15")
     assert "6.7 points" in err[0]
     # The record is kept with the cache; a second data module in the process warns no more.
     again = text_dm(tmp_path, source, seed=7, batch_size=3)
     assert again.split_record == record == again.read_split_record()
-    assert capsys.readouterr().err == ""
+    assert data_warnings(caplog) == []
 
 
 def test_a_folder_names_its_files_and_large_splits_warn_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     folder = tmp_path / "d"
     files = {
@@ -87,7 +100,7 @@ def test_a_folder_names_its_files_and_large_splits_warn_nothing(
         "validation": {"n": 120, "source": str(files["dev"].resolve()), "majority": 0.5},
         "test": {"n": 130, "source": str(files["test"].resolve()), "majority": 0.5},
     }
-    assert capsys.readouterr().err == ""  # a small train split is not an evaluation split
+    assert data_warnings(caplog) == []  # a small train split is not an evaluation split
 
 
 def test_a_folder_without_validation_draws_it_from_train(tmp_path: Path) -> None:
@@ -144,13 +157,13 @@ def test_the_warning_names_each_small_evaluation_split() -> None:
 # --- splits that share examples ---------------------------------------------------------------
 
 
-def overlap_lines(err: str) -> list[str]:
-    return [line for line in err.splitlines() if line.startswith("warning: overlapping splits")]
+def overlap_lines(warnings: list[str]) -> list[str]:
+    return [line for line in warnings if line.startswith("warning: overlapping splits")]
 
 
 @pytest.mark.parametrize("flip", [False, True], ids=["same-file", "same-texts-flipped-labels"])
 def test_a_test_file_that_is_the_train_file_warns_and_trains(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], flip: bool
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, flip: bool
 ) -> None:
     """One warning line naming both splits, the count and the share; the data still load. A text
     counts whatever its label: the same sentences with every label flipped are the same leak."""
@@ -164,13 +177,13 @@ def test_a_test_file_that_is_the_train_file_warns_and_trains(
         )
     dm = text_dm(tmp_path, folder)
     assert len(dm.splits["test"]) == 150
-    lines = overlap_lines(capsys.readouterr().err)
+    lines = overlap_lines(data_warnings(caplog))
     assert len(lines) == 1, lines
     assert "test shares 150 of its 150 examples (100.0%) with train" in lines[0]
     assert "validation" not in lines[0] and "more than 1% is warned" in lines[0]
     assert dm.read_warnings() == [lines[0].removeprefix("warning: ")]
     text_dm(tmp_path, folder, batch_size=3)  # once per process, like the small-split warning
-    assert overlap_lines(capsys.readouterr().err) == []
+    assert overlap_lines(data_warnings(caplog)) == []
 
 
 def test_an_overlap_counts_the_evaluated_split_and_warns_above_the_threshold() -> None:
@@ -198,9 +211,9 @@ def test_an_overlap_counts_the_evaluated_split_and_warns_above_the_threshold() -
     assert overlap_warning(at_limit) is None and overlap_warning([]) is None
 
 
-def test_a_synthetic_task_counts_no_overlap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_synthetic_task_counts_no_overlap(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Generated splits share short sequences by design (one distribution): no warning."""
     sizes = {"n_train": 200, "n_val": 100, "n_test": 100, "min_len": 2, "max_len": 3, "n_symbols": 1}
     dm = ClassificationDataModule(DataConfig(task="order", cache_dir=str(tmp_path), **sizes))
     dm.setup()
-    assert dm.read_warnings() == [] and overlap_lines(capsys.readouterr().err) == []
+    assert dm.read_warnings() == [] and overlap_lines(data_warnings(caplog)) == []
