@@ -6,6 +6,12 @@ subprocess end to end. That child runs ``ablate.cli.main`` N times in one proces
 sweep worker runs its cells one after another, with only a ``FitTimer`` callback attached to
 ``run_trial``; it reports each cell's fit-loop and final-evaluation time (and its peak RSS).
 Training and the final validation/test are the cell's work; everything else is overhead.
+
+``python -m ablate.benchmarks.cell phases RUN_DIR... [--out FILE]`` reads the phases each cell of
+finished sweeps recorded in its metrics.json (experiments/runner/phases.py) and prints, per run
+folder (a task), the median seconds of each phase and the non-step share (everything but the
+training steps, of the phases' sum), the first cell of each worker process apart (its imports and
+study opening came before it, outside its phases; ``first_in_worker``).
 """
 
 from __future__ import annotations
@@ -84,5 +90,57 @@ def _child(argv: list[str]) -> int:
     return code
 
 
+def phase_table(run_dir: Path) -> dict:
+    """Per phase, the median seconds over a run folder's cells (the first of each worker apart),
+    and the median cell's non-step share."""
+    import statistics
+
+    from ablate.experiments.runner.phases import RUNNER_PHASES, WORKER_PHASES, non_step_share
+
+    docs = [json.loads(p.read_text()) for p in sorted((run_dir / "cells").glob("*/metrics.json"))]
+    docs = [d for d in docs if d.get("phases")]
+    if not docs:
+        raise SystemExit(
+            f"error: {run_dir}: no cell with phases in its metrics.json (made before they were recorded?)"
+        )
+    out: dict = {
+        "run": str(run_dir),
+        "cells": len(docs),
+        "steps": statistics.median(d["steps"] for d in docs),
+    }
+    for group, cells in (("later", [d for d in docs if not d.get("first_in_worker")]),
+                         ("first", [d for d in docs if d.get("first_in_worker")])):  # fmt: skip
+        if cells:
+            names = [n for n in (*RUNNER_PHASES, *WORKER_PHASES) if any(n in d["phases"] for d in cells)]
+            out[group] = {
+                "cells": len(cells),
+                "median_s": {
+                    n: round(statistics.median(d["phases"].get(n, 0.0) for d in cells), 3) for n in names
+                },
+                "non_step_share": round(statistics.median(non_step_share(d["phases"]) for d in cells), 3),
+            }
+    return out
+
+
+def _phases(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m ablate.benchmarks.cell phases")
+    parser.add_argument("run_dirs", nargs="+", type=Path, help="finished sweep run folders")
+    parser.add_argument("--out", type=Path, help="write the tables as JSON")
+    args = parser.parse_args(argv)
+    tables = [phase_table(r) for r in args.run_dirs]
+    for t in tables:
+        for group in ("later", "first"):
+            if g := t.get(group):
+                phases = "  ".join(f"{n} {s:.2f}" for n, s in g["median_s"].items())
+                print(f"{t['run']} ({group} cells: {g['cells']}, {t['steps']:g} steps): non-step share "
+                      f"{g['non_step_share']:.0%}; median s: {phases}")  # fmt: skip
+    if args.out:
+        args.out.write_text(json.dumps(tables, indent=1) + "\n")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1:]))
+    argv = sys.argv[1:]
+    sys.exit(_phases(argv[1:]) if argv[:1] == ["phases"] else _child(argv))

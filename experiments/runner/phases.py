@@ -5,23 +5,27 @@ The runner times ``setup`` (machine checks, threads, data set and tokenizer), ``
 and init), ``train`` (fit's training steps, its validations taken out), ``validation`` (the
 validations during fit), ``evaluate`` (the final validation and test passes) and ``write`` (the
 cell's files); a sweep worker adds ``heatmaps`` (the probe pass, PNGs and artifacts),
-``logging`` (the config artifact and the W&B run's metrics) and ``record`` (the trial told
-complete, the W&B run finished). A stack of K seeds shares each phase: each member records 1/K
+``logging`` (the W&B run's start, the config artifact and the run's metrics), ``record`` (the
+trial told complete, the W&B run finished), ``other`` (the rest of its time around the runner:
+cell folders, renames) and, for the first cell of a worker process, ``startup`` (the process's
+start, imports and study opening before it, where /proc tells). A stack of K seeds shares each phase: each member records 1/K
 of it. ``python -m ablate.benchmarks.cell phases RUN_DIR...`` tabulates them per task.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import lightning as L
 
 # In the order a cell runs them; STEP_PHASE is the training itself, every other one is overhead.
 RUNNER_PHASES = ("setup", "model", "train", "validation", "evaluate", "write")
-WORKER_PHASES = ("heatmaps", "logging", "record")
+WORKER_PHASES = ("heatmaps", "logging", "record", "other", "startup")
 STEP_PHASE = "train"
 
 
@@ -68,3 +72,14 @@ def non_step_share(phases: dict[str, float]) -> float | None:
     """The share of a cell's recorded phases that is not its training steps (None: no phases)."""
     total = sum(phases.values())
     return None if total <= 0 else 1 - phases.get(STEP_PHASE, 0.0) / total
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (Linux: /proc/self/stat's start time against
+    /proc/uptime); None where that cannot be read."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rpartition(")")[2].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return round(uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"), 3)
+    except (OSError, ValueError, IndexError):
+        return None

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from optuna.trial import TrialState
 
 from ablate.errors import ConfigError
 from ablate.experiments.runner.cells import run_cells
-from ablate.experiments.runner.phases import Phases
+from ablate.experiments.runner.phases import Phases, process_age
 from ablate.experiments.schema.machine import numerics_key
 from ablate.experiments.specs.spec import ExperimentSpec
 from ablate.files import atomic_dir, write_json
@@ -89,6 +90,7 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
     or an interrupt, every run not yet ended ends failed or interrupted (complete if its trial
     already is), so no run is left open for the next cell's logger to attach to.
     """
+    start, startup = time.perf_counter(), process_age() if _cells_run == 0 else None
     spec = store.spec
     variant = trials[0].params["variant"]
     seeds = [t.params["seed"] for t in trials]
@@ -98,6 +100,7 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
         wandb_glue.cell_logger(spec, variant, seed, cfg, run_dir) if use_wandb else None
         for seed, cfg in zip(seeds, cfgs, strict=True)
     ]
+    w_init = (time.perf_counter() - start) / len(seeds)  # W&B runs started, per cell
     told: set[int] = set()  # members whose trial is committed complete
     ended: set[int] = set()  # members whose W&B run has ended (or that have none)
     try:
@@ -106,12 +109,17 @@ def run_claimed(store: CellStore, trials: list[optuna.Trial], run_dir: Path, *, 
             results = run_cells(cfgs[0], seeds, tmps, loggers=loggers)
             if _terminated:  # a SIGTERM whose KeyboardInterrupt was lost: these cells are interrupted
                 raise KeyboardInterrupt
+        group_s = (time.perf_counter() - start) / len(seeds)  # each cell's share, up to its results
         artifacts = open_artifacts(run_dir)
         for i, (trial, result, logger, cell_dir) in enumerate(
             zip(trials, results, loggers, dirs, strict=True)
         ):
             seed = trial.params["seed"]
             heads, phases = None, Phases()
+            phases.add("logging", w_init)
+            phases.add("other", max(0.0, group_s - w_init - sum(result.phases.values())))
+            if startup is not None and i == 0:
+                phases.add("startup", startup)
             if seed in spec.heatmap_seeds:
                 with phases("heatmaps"):
                     heads = archive(trial, result, run_dir / "heatmaps" / variant / f"seed{seed}", artifacts)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ablate.benchmarks.cell import phase_table
 from ablate.experiments.runner.cells import run_trial
 from ablate.experiments.runner.phases import (
     RUNNER_PHASES,
@@ -16,6 +17,7 @@ from ablate.experiments.runner.phases import (
     Phases,
     ValidationTimer,
     non_step_share,
+    process_age,
 )
 from ablate.experiments.schema.config import TrainConfig
 from ablate.experiments.specs.loading import load_config
@@ -34,6 +36,9 @@ def test_phases_sum_per_name_and_split_a_stack() -> None:
     phases.add("a", 1.0)
     assert phases.shared(4)["a"] == round(phases.seconds["a"] / 4, 3)
     assert non_step_share({"train": 3.0, "setup": 1.0}) == 0.25 and non_step_share({}) is None
+    before = process_age()
+    time.sleep(0.05)
+    assert before is not None and before > 0 and process_age() >= before + 0.04
 
 
 def test_a_cell_records_each_phase_and_fit_validations_apart(tiny_config: Path, tmp_path: Path) -> None:
@@ -62,6 +67,21 @@ def test_a_sweep_worker_adds_its_phases_and_marks_its_first_cell(tmp_path: Path)
     docs = [json.loads(p.read_text()) for p in sorted((run / "cells").glob("*/metrics.json"))]
     assert len(docs) == 4
     for doc in docs:
-        assert {*RUNNER_PHASES, "logging", "record"} <= set(doc["phases"]) <= {*RUNNER_PHASES, *WORKER_PHASES}
-    # one process ran all four: exactly one of them came first
+        assert (
+            {*RUNNER_PHASES, "logging", "record", "other"}
+            <= set(doc["phases"])
+            <= {*RUNNER_PHASES, *WORKER_PHASES}
+        )
+        assert ("startup" in doc["phases"]) == doc["first_in_worker"] and doc["phases"]["other"] >= 0
+    # one process ran all four: at most one of them came first (an earlier test may have run one)
     assert sum(doc["first_in_worker"] for doc in docs) <= 1
+    table = phase_table(run)
+    later = table["later"]
+    assert table["cells"] == 4 and later["cells"] + table.get("first", {}).get("cells", 0) == 4
+    assert 0 < later["non_step_share"] < 1 and later["median_s"]["train"] > 0
+    assert list(later["median_s"])[:3] == ["setup", "model", "train"]  # the order a cell runs them
+    for doc_path in (run / "cells").glob("*/metrics.json"):
+        doc = json.loads(doc_path.read_text())
+        doc_path.write_text(json.dumps({k: v for k, v in doc.items() if k != "phases"}))
+    with pytest.raises(SystemExit, match="no cell with phases"):
+        phase_table(run)
