@@ -32,7 +32,7 @@ from lightning.pytorch.loggers import Logger
 from ablate.datamodules import ClassificationDataModule
 from ablate.errors import ConfigError
 from ablate.experiments.runner.building import build_model
-from ablate.experiments.runner.phases import Phases, ValidationTimer
+from ablate.experiments.runner.phases import FitTimer, Phases
 from ablate.experiments.schema.config import SeedStreams, TrainConfig
 from ablate.experiments.schema.machine import numerics_record, require_pinned
 from ablate.experiments.schema.memory import check_memory
@@ -237,7 +237,7 @@ def _train_group(
     """One group of seeds, one model (alone, or one stack): data, model, training, results,
     each phase timed (experiments/runner/phases.py)."""
     start = time.perf_counter()
-    phases, in_fit = Phases(), ValidationTimer()
+    phases, in_fit = Phases(), FitTimer()
     with phases("setup"):
         dm = _setup(cfg, seeds[0], datamodule)
         streams = [cfg.seed_streams(s) for s in seeds]
@@ -245,12 +245,13 @@ def _train_group(
     with phases("model"):
         lit = _group_model(cfg, dm, streams)
     curves = ValidationCurve(len(seeds), CURVE_METRIC)  # reads what validation logged: no pass, no draw
-    with phases("train"):
+    with phases("fit_loop"):
         trainer = _fit(
             cfg, lit, dm, train, out_dirs, loggers, progress=progress, callbacks=[*callbacks, curves, in_fit]
         )
-    phases.add("train", -in_fit.seconds)
-    phases.add("validation", in_fit.seconds)
+    phases.add("fit_loop", -in_fit.steps_s - in_fit.validation_s)
+    phases.add("train", in_fit.steps_s)
+    phases.add("validation", in_fit.validation_s)
     with phases("evaluate"):
         members = member_metrics(evaluate(trainer, lit, dm), len(seeds))
     wall = time.perf_counter() - start

@@ -2,8 +2,9 @@
 ``phases`` (provenance, like ``wall_s``: no result depends on it, no check compares it).
 
 The runner times ``setup`` (machine checks, threads, data set and tokenizer), ``model`` (build
-and init), ``train`` (fit's training steps, its validations taken out), ``validation`` (the
-validations during fit), ``evaluate`` (the final validation and test passes) and ``write`` (the
+and init), ``train`` (fit's training batches: forward, backward, optimizer), ``validation`` (the
+validations during fit), ``fit_loop`` (the rest of fit: data loading, logging, a W&B run's lazy
+start, Lightning's loop), ``evaluate`` (the final validation and test passes) and ``write`` (the
 cell's files); a sweep worker adds ``heatmaps`` (the probe pass, PNGs and artifacts),
 ``logging`` (the W&B run's start, the config artifact and the run's metrics), ``record`` (the
 trial told complete, the W&B run finished), ``other`` (the rest of its time around the runner:
@@ -24,7 +25,7 @@ from typing import Any
 import lightning as L
 
 # In the order a cell runs them; STEP_PHASE is the training itself, every other one is overhead.
-RUNNER_PHASES = ("setup", "model", "train", "validation", "evaluate", "write")
+RUNNER_PHASES = ("setup", "model", "train", "validation", "fit_loop", "evaluate", "write")
 WORKER_PHASES = ("heatmaps", "logging", "record", "other", "startup")
 STEP_PHASE = "train"
 
@@ -51,21 +52,30 @@ class Phases:
         return {name: round(s / k, 3) for name, s in self.seconds.items()}
 
 
-class ValidationTimer(L.Callback):
-    """The seconds fit spends in validation (its loops' start to end), so that the training
-    steps' time is fit's time without them."""
+class FitTimer(L.Callback):
+    """Inside fit: the seconds of its training batches (``on_train_batch_start`` to ``_end``:
+    forward, backward, clipping, optimizer step) and of its validations; what is left of fit is
+    its loop (data loading, logging, a W&B run's lazy start, Lightning's own work)."""
 
     def __init__(self) -> None:
-        self.seconds = 0.0
+        self.steps_s = 0.0
+        self.validation_s = 0.0
         self._start: float | None = None
 
-    def on_validation_start(self, trainer: L.Trainer, pl_module: Any) -> None:
+    def _begin(self, *_: Any) -> None:
         self._start = time.perf_counter()
 
-    def on_validation_end(self, trainer: L.Trainer, pl_module: Any) -> None:
-        if self._start is not None:
-            self.seconds += time.perf_counter() - self._start
-            self._start = None
+    def _took(self) -> float:
+        took, self._start = (0.0 if self._start is None else time.perf_counter() - self._start), None
+        return took
+
+    on_train_batch_start = on_validation_start = _begin
+
+    def on_train_batch_end(self, *_: Any) -> None:
+        self.steps_s += self._took()
+
+    def on_validation_end(self, *_: Any) -> None:
+        self.validation_s += self._took()
 
 
 def non_step_share(phases: dict[str, float]) -> float | None:

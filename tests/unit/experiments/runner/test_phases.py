@@ -14,8 +14,8 @@ from ablate.experiments.runner.cells import run_trial
 from ablate.experiments.runner.phases import (
     RUNNER_PHASES,
     WORKER_PHASES,
+    FitTimer,
     Phases,
-    ValidationTimer,
     non_step_share,
     process_age,
 )
@@ -47,19 +47,23 @@ def test_a_cell_records_each_phase_and_fit_validations_apart(tiny_config: Path, 
     written = json.loads((tmp_path / "cell" / "metrics.json").read_text())["phases"]
     assert set(RUNNER_PHASES) - {"write"} <= set(written) and set(result.phases) == set(RUNNER_PHASES)
     assert all(v >= 0 for v in result.phases.values()) and result.phases["validation"] > 0
+    assert result.phases["train"] > result.phases["fit_loop"] / 10  # the batches are most of fit
     # the runner's phases are the cell's wall time, to rounding (write comes after it)
     assert sum(v for k, v in result.phases.items() if k != "write") == pytest.approx(result.wall_s, abs=0.01)
     without = run_trial(cfg.override(["trainer.val_every=0"]))
     assert without.phases["validation"] == 0 and without.metrics == result.metrics
 
 
-def test_the_timer_counts_only_what_lies_between_start_and_end() -> None:
-    timer = ValidationTimer()
-    timer.on_validation_end(None, None)  # no start: nothing
-    timer.on_validation_start(None, None)
+def test_the_fit_timer_counts_only_what_lies_between_start_and_end() -> None:
+    timer = FitTimer()
+    timer.on_validation_end()  # no start: nothing
+    timer.on_train_batch_start()
     time.sleep(0.01)
-    timer.on_validation_end(None, None)
-    assert 0.01 <= timer.seconds < 1
+    timer.on_train_batch_end()
+    timer.on_validation_start()
+    time.sleep(0.02)
+    timer.on_validation_end()
+    assert 0.01 <= timer.steps_s < 0.02 <= timer.validation_s < 1
 
 
 def test_a_sweep_worker_adds_its_phases_and_marks_its_first_cell(tmp_path: Path) -> None:
