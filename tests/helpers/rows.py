@@ -38,3 +38,21 @@ def cell_rows(
     return [
         cell_row(v, seed, x, metric=metric, **fields) for v, xs in values.items() for seed, x in enumerate(xs)
     ]
+
+
+def summary_of(
+    rows: list, *, metric: str = "test/acc", direction: str = "maximize", baseline: str = "baseline", **kw
+):
+    """``summarize`` of ``rows`` as a study named tiny: its variants in the order the rows name them."""
+    from ablate.sweeps.stats.summary import summarize
+
+    variants = list(dict.fromkeys(r.variant for r in rows))
+    return summarize(
+        rows,
+        experiment="tiny",
+        metric=metric,
+        direction=direction,
+        baseline=baseline,
+        variants=variants,
+        **kw,
+    )

@@ -14,22 +14,13 @@ import pytest
 
 from ablate.sweeps.report.files import write_report
 from ablate.sweeps.report.text import conf_text, delta_text, fmt_p, notes, reach_text, row_cells, verdict
-from ablate.sweeps.stats.summary import summarize
-from tests.helpers.rows import cell_row, cell_rows
+from tests.helpers.rows import cell_row, cell_rows, summary_of
 
 LEVEL = 0.95  # the default alpha 0.05, one look
 
 
 def study(values: dict[str, list[float | None]], **kw: Any) -> dict[str, Any]:
-    return summarize(
-        cell_rows(values),
-        experiment="tiny",
-        metric="test/acc",
-        direction="maximize",
-        baseline="baseline",
-        variants=list(values),
-        **kw,
-    )
+    return summary_of(cell_rows(values), **kw)
 
 
 def spread(n: int, start: float = 0.80) -> list[float]:
@@ -80,14 +71,7 @@ def test_comparisons_with_different_seeds_are_named_apart() -> None:
 def test_a_missing_baseline_seed_counts_the_pairs_not_the_variants_seeds() -> None:
     rows = cell_rows({"baseline": spread(5), "no_pe": spread(6, 0.5)})
     rows.append(cell_row("baseline", 5, None, state="running", diverged=None))
-    s = summarize(
-        rows,
-        experiment="tiny",
-        metric="test/acc",
-        direction="maximize",
-        baseline="baseline",
-        variants=["baseline", "no_pe"],
-    )
+    s = summary_of(rows)
     assert s["variants"]["no_pe"]["n"] == 6  # six seeds, five of them paired: no interval
     assert s["variants"]["no_pe"]["ci"] is None
     assert reach_text(s).startswith(
@@ -158,14 +142,7 @@ def test_report_files_carry_the_computed_note(tmp_path: Path) -> None:
 @pytest.mark.parametrize("baseline", ["baseline", "full"])
 def test_the_baseline_row_is_labelled_once(baseline: str) -> None:
     """Its name alone in the variant column; its Δ cell says it is the reference."""
-    s = summarize(
-        cell_rows({baseline: spread(3), "no_pe": spread(3, 0.5)}),
-        experiment="tiny",
-        metric="test/acc",
-        direction="maximize",
-        baseline=baseline,
-        variants=[baseline, "no_pe"],
-    )
+    s = summary_of(cell_rows({baseline: spread(3), "no_pe": spread(3, 0.5)}), baseline=baseline)
     row = row_cells(baseline, s["variants"][baseline], baseline)
     assert row[0] == baseline and sum("(baseline)" in c for c in row) == 1
     assert not any(f"{baseline} (baseline)" in c for c in row)
@@ -176,14 +153,7 @@ def test_the_verdict_counts_the_pairs_the_test_ran_on() -> None:
     the verdict says "at 5 seeds" and that more are needed, not "at 6 seeds"."""
     rows = cell_rows({"baseline": spread(5), "no_pe": spread(6, 0.5)})
     rows.append(cell_row("baseline", 5, None, state="running", diverged=None))
-    s = summarize(
-        rows,
-        experiment="tiny",
-        metric="test/acc",
-        direction="maximize",
-        baseline="baseline",
-        variants=["baseline", "no_pe"],
-    )
+    s = summary_of(rows)
     v = s["variants"]["no_pe"]
     assert (v["n"], v["n_pairs"]) == (6, 5) and v["min_seeds"] == 6
     text = verdict("no_pe", s)

@@ -29,23 +29,14 @@ from ablate.sweeps.stats.summary import (
     clip_intervals,
     interval_range,
     metric_range,
-    summarize,
 )
-from tests.helpers.rows import cell_row, cell_rows
+from tests.helpers.rows import cell_row, cell_rows, summary_of
 
 
 def study(
     values: dict[str, list[float | None]], metric: str = "test/acc", direction: str = "maximize", **kw: Any
 ) -> dict[str, Any]:
-    return summarize(
-        cell_rows(values, metric=metric),
-        experiment="tiny",
-        metric=metric,
-        direction=direction,
-        baseline="baseline",
-        variants=list(values),
-        **kw,
-    )
+    return summary_of(cell_rows(values, metric=metric), metric=metric, direction=direction, **kw)
 
 
 def yuen(values: list[float]) -> tuple[float, float]:
@@ -91,14 +82,7 @@ def test_n_pairs_counts_the_seeds_both_sides_have() -> None:
     mine = [0.80, 0.82, 0.85, 0.86, 0.70]
     rows = cell_rows({"baseline": base, "no_pe": mine})
     rows.append(cell_row("baseline", 4, None, state="running", diverged=None))
-    s = summarize(
-        rows,
-        experiment="tiny",
-        metric="test/acc",
-        direction="maximize",
-        baseline="baseline",
-        variants=["baseline", "no_pe"],
-    )
+    s = summary_of(rows)
     v = s["variants"]["no_pe"]
     assert v["paired"] is True and v["n"] == len(mine) and v["n_pairs"] == len(base)
     assert v["p_value"] == pytest.approx(signed_rank(np.subtract(mine[:4], base)).p)
