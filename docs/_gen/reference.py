@@ -300,7 +300,7 @@ user error raises `ablate.ConfigError` (the CLI's exit code 2). `import ablate` 
 torch and Lightning load on the first call that needs them.
 
 The example below is the README's; the tests run it as it is from an empty folder (it writes
-its own config and spec first), in well under a minute of CPU:
+its own config and spec first), in about a minute of CPU:
 """
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.readme import assert_printed, quoted_verdicts
 from tests.unit.docs.test_docs import DOCS, readme_block
 
 
@@ -34,7 +35,9 @@ def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
     assert "ablate lr-check" in (site / "reference" / "cli.html").read_text()
 
 
-def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readme_python_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The README's Python API example, run as it is from an empty folder (it writes its own files)."""
     import ablate
 
@@ -43,7 +46,8 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     exec(compile(readme_block("python-example"), "README.md (python-example)", "exec"), namespace)  # noqa: S102
     summary = ablate.load_summary(tmp_path / "runs" / "order-api")
     assert set(summary["variants"]) == {"baseline", "no_pe", "single_head"}
-    assert summary["cells"]["complete"] == summary["cells"]["total"] == 9
+    assert summary["cells"]["complete"] == summary["cells"]["total"] == 21
+    assert_printed(quoted_verdicts("python-example-verdict"), capsys.readouterr().out)
     assert 0.0 <= namespace["result"].metrics["test/acc"] <= 1.0  # type: ignore[attr-defined]
     with pytest.raises(ablate.ConfigError, match="summary.json"):
         ablate.load_summary(tmp_path)

@@ -129,3 +129,24 @@ def test_import_ablate_is_cheap_and_exports_the_api() -> None:
     lazy, names = out.splitlines()
     assert lazy == "False"  # nothing heavy on `import ablate`
     assert "sweep" in names and "run_trial" in names and "load_summary" in names
+
+
+def test_the_quoted_verdicts_are_checked_word_for_word() -> None:
+    """The checker the wheel and docs tests use: a quote passes against itself, and a changed p,
+    seed count or verdict, or a Δ beyond its tolerance, fails."""
+    from tests.helpers.readme import DELTA_TOL, assert_printed, quoted_verdicts
+
+    (quote,) = quoted_verdicts("quickstart-verdict")
+    assert quote.startswith("no_pe is worse than baseline") and quote.endswith("6 seeds.")
+    assert len(quoted_verdicts("python-example-verdict")) == 2
+    assert_printed([quote], f"progress\n{quote}\ntable")
+    nudged = quote.replace("Δ -0.289", f"Δ {-0.289 + DELTA_TOL / 2:.3f}")
+    assert_printed([quote], nudged)
+    for wrong in (
+        quote.replace("p Holm = 0.0312", "p Holm = 0.0625"),
+        quote.replace("6 seeds", "7 seeds"),
+        quote.replace("is worse than", "is better than"),
+        quote.replace("Δ -0.289", f"Δ {-0.289 + 2 * DELTA_TOL:.3f}"),
+    ):
+        with pytest.raises(AssertionError):
+            assert_printed([quote], wrong)
