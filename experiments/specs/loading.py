@@ -4,8 +4,8 @@ command line's overrides."""
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,8 @@ from ablate.experiments.schema.config import SECTIONS, TrainConfig
 from ablate.experiments.schema.parsing import check_size, parse_overrides
 from ablate.files import input_file
 from ablate.lit_modules.components import plugins
+
+log = logging.getLogger(__name__)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -62,8 +64,11 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
         isinstance(raw, dict),
         f"{path}: a train config must be a YAML mapping with sections {sorted(SECTIONS)}",
     )
-    cfg = TrainConfig.from_dict(absolute_sections(raw, Path(path).parent))
-    cfg = cfg.override(absolute_paths(parse_overrides(overrides, "the command line"), Path.cwd()))
+    given = absolute_paths(parse_overrides(overrides, "the command line"), Path.cwd())
+    cfg = TrainConfig.from_dict(
+        absolute_sections(raw, Path(path).parent, fallback="data.source" not in given)
+    )
+    cfg = cfg.override(given)
     cfg.trainer.check_machine()
     from ablate.experiments.schema.memory import check_memory
 
@@ -92,9 +97,10 @@ def absolute_plugins(value: Any, folder: Path) -> Any:
     return [plugins.absolute(e, folder) if isinstance(e, str) else e for e in value]
 
 
-def absolute_sections(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
+def absolute_sections(raw: dict[str, Any], folder: Path, *, fallback: bool = True) -> dict[str, Any]:
     """A config mapping (``{"data": {"source": ...}}``) with its relative paths made absolute,
-    and a missing local ``data.source`` replaced by the same mapping's ``data.hub_fallback``."""
+    and a missing local ``data.source`` replaced by the same mapping's ``data.hub_fallback``
+    (unless ``fallback`` is False: an override replaces the source, so neither applies)."""
     out = dict(raw)
     for key in PATH_KEYS:
         section, name = key.split(".")
@@ -104,7 +110,12 @@ def absolute_sections(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
     if "plugins" in out:
         out["plugins"] = absolute_plugins(out["plugins"], folder)
     data = out.get("data")
-    if isinstance(data, dict) and data.get("hub_fallback") and isinstance(data.get("source"), str):
+    if (
+        fallback
+        and isinstance(data, dict)
+        and data.get("hub_fallback")
+        and isinstance(data.get("source"), str)
+    ):
         out["data"] = _hub_fallback(data)
     return out
 
@@ -116,10 +127,11 @@ def _hub_fallback(data: dict[str, Any]) -> dict[str, Any]:
     if not os.path.isabs(source) or os.path.exists(source):
         return data  # a hub name, or local data that is there
     fallback = data["hub_fallback"]
-    print(
-        f"warning: data.source {source} does not exist here; using the hub data set {fallback!r} "
-        f"(data.hub_fallback)",
-        file=sys.stderr,
+    log.warning(
+        "warning: data.source %s does not exist here; using the hub data set %r (data.hub_fallback; "
+        "data.source=PATH names your copy)",
+        source,
+        fallback,
     )
     return {**data, "source": fallback}
 

@@ -7,9 +7,9 @@ that is not a file is looked up here (a file always wins, and a note says which 
 
 from __future__ import annotations
 
+import logging
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from ablate.files import atomic_write, input_file
 # The shipped files, data beside the code: experiments/configs/ (train configs), its ablations/
 # (experiment specs) and presets/ (what ``ablate reproduce`` runs).
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+log = logging.getLogger(__name__)
 KINDS = {"config": "train config", "spec": "experiment spec"}
 
 
@@ -73,7 +74,7 @@ def resolve(given: str, kinds: tuple[str, ...], what: str) -> Path:
             + ("train it with: ablate train " if found.kind == "config" else "run it with: ablate sweep ")
             + name
         )
-    print(f"note: no file {given} here; using the shipped {KINDS[found.kind]} {found.path}", file=sys.stderr)
+    log.warning("note: no file %s here; using the shipped %s %s", given, KINDS[found.kind], found.path)
     return found.path
 
 

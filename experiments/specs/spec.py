@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -268,6 +269,7 @@ def _dumped(f: dataclasses.Field, value: Any) -> Any:
     return value if dump is None else dump(value)
 
 
+log = logging.getLogger(__name__)
 FIELDS = dataclasses.fields(ExperimentSpec)
 DEFAULTS = {f.name: f.default for f in FIELDS if f.default is not dataclasses.MISSING}
 # Keys of a spec file that fill no field of their own: profiles (named base overrides, one chosen
@@ -369,8 +371,5 @@ def cell_from_args(spec: ExperimentSpec, args: list[str]) -> tuple[str, int, Tra
     )
     own = spec.variants[variant]
     for key in sorted(set(extra) & set(own)):
-        print(
-            f"note: variant {variant} sets {key}={own[key]!r}; {key}={extra[key]!r} not applied",
-            file=sys.stderr,
-        )
+        log.warning("note: variant %s sets %s=%r; %s=%r not applied", variant, key, own[key], key, extra[key])
     return variant, seed, spec.base.override({**extra, **own, "seed": seed})

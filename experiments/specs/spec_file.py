@@ -66,8 +66,8 @@ def spec_from_dict(
     src = _Source(f"{source}: " if source else "", source.parent if source is not None else Path.cwd())
     where = src.where
     name = _checked_keys(raw, where)
-    base = _base_with_plugins(raw, src)
     base_overrides = _base_overrides(raw, src, profile, overrides)
+    base = _base_with_plugins(raw, src, fallback="data.source" not in base_overrides)
     base = base.override(base_overrides)
     variants = _variants(raw, base, src)
     seeds, adaptive, factors = _seeds(raw, len(variants), where)
@@ -118,16 +118,16 @@ def _checked_keys(raw: Any, where: str) -> str:
     return name
 
 
-def _base_with_plugins(raw: dict[str, Any], src: _Source) -> TrainConfig:
+def _base_with_plugins(raw: dict[str, Any], src: _Source, *, fallback: bool) -> TrainConfig:
     """``plugins:`` imported (before the base: it may already name a plugin's component), then
-    ``base:`` with them added to its own."""
+    ``base:`` with them added to its own (``fallback``: as ``absolute_sections``)."""
     plugins = absolute_plugins(raw.get("plugins") or [], src.folder)
     require(
         isinstance(plugins, list) and all(isinstance(p, str) and p.strip() for p in plugins),
         f"{src.where}plugins must be a list of module names or .py files, got {raw.get('plugins')!r}",
     )
     import_plugins(plugins)
-    base = _base(raw["base"], src.folder, src.where)
+    base = _base(raw["base"], src.folder, src.where, fallback)
     return base.override({"plugins": [*base.plugins, *plugins]}) if plugins else base
 
 
@@ -325,14 +325,14 @@ def _margin(
     return {k: float(m) for k, m in value.items()}
 
 
-def _base(value: Any, folder: Path, where: str) -> TrainConfig:
+def _base(value: Any, folder: Path, where: str, fallback: bool = True) -> TrainConfig:
     """``base:``, a train config inline or a path to one: relative to the spec's folder, and the
     base file's own relative paths relative to its folder."""
     if isinstance(value, str):
         path = folder / user_path(value, f"{where}base")
         value, folder = read_yaml(path), path.parent
     require(isinstance(value, dict), f"{where}base must be a train config mapping or a path to one")
-    return TrainConfig.from_dict(absolute_sections(value, folder))
+    return TrainConfig.from_dict(absolute_sections(value, folder, fallback=fallback))
 
 
 def _file_overrides(value: Any, place: str, folder: Path) -> dict[str, Any]:

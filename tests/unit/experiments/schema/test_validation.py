@@ -445,14 +445,29 @@ def test_a_huge_integer_is_out_of_range_not_an_overflow() -> None:
 
 
 def test_a_missing_local_source_falls_back_to_the_files_hub_data_set(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """An installed package has no ../shared/data: the shipped SST-2 config's hub_fallback takes
-    over, with one warning line, and the resolved config records the hub data set."""
+    over, with one warning record, and the resolved config records the hub data set; a
+    ``data.source=`` override replaces both, with no word of the fallback."""
     text = "data: {task: text, source: ./not-here, hub_fallback: stanfordnlp/sst2}\n"
     (tmp_path / "c.yaml").write_text(text)
-    assert load_config(tmp_path / "c.yaml").data.source == "stanfordnlp/sst2"
-    assert "data.source" in capsys.readouterr().err
+    with caplog.at_level("WARNING", logger="ablate"):
+        assert load_config(tmp_path / "c.yaml").data.source == "stanfordnlp/sst2"
+    (warned,) = caplog.records
+    assert "data.source" in warned.getMessage() and "stanfordnlp/sst2" in warned.getMessage()
+    caplog.clear()
+    (tmp_path / "mine").mkdir()
+    with caplog.at_level("WARNING", logger="ablate"):
+        assert load_config(tmp_path / "c.yaml", [f"data.source={tmp_path / 'mine'}"]).data.source == str(
+            tmp_path / "mine"
+        )
+        spec = tmp_path / "s.yaml"
+        spec.write_text("name: s\nbase: c.yaml\nvariants: {baseline: {}, b: {model.n_heads: 1}}\nseeds: 2\n")
+        assert load_spec(spec, [f"data.source={tmp_path / 'mine'}"]).base.data.source == str(
+            tmp_path / "mine"
+        )
+    assert caplog.records == []
     (tmp_path / "not-here").mkdir()  # the local data is there: it is used
     assert load_config(tmp_path / "c.yaml").data.source == str(tmp_path / "not-here")
     # A path typed on the command line that does not exist is an error, never a silent fallback.
