@@ -2,10 +2,12 @@
 
 One server, two views. ``/`` is the review page: the run folder's report.html (the verdicts,
 the per-variant table, the per-seed plot, the paired per-seed differences, each variant's
-parameters and wall time, the validation curves), rebuilt from the study while a sweep runs,
-under a bar that links to the trials. Every other path is optuna-dashboard, whose UI lives at
-``/dashboard/`` and its API at ``/api/`` (its bundle asks for absolute paths, so it is not
-moved under a prefix; the wrapper takes only ``/`` and ``/review/state`` from it).
+parameters and wall time, the validation curves), rebuilt from the study while a sweep runs
+(in a thread: a request is answered from the report already written, and the new one replaces
+it when it is done), under a bar that links to the study's trial list and trial table. Every
+other path is optuna-dashboard, whose UI lives at ``/dashboard/`` and its API at ``/api/`` (its
+bundle asks for absolute paths, so it is not moved under a prefix; the wrapper takes only ``/``
+and ``/review/state`` from it).
 
 The dashboard reads the run folder's study: the objective named by the spec's metric,
 report.md (after a paragraph saying the study is an ablation grid) as the study note,
@@ -26,6 +28,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +47,7 @@ from ablate.sweeps.ledger.storage import one_line
 # every POLL_MS and reloads when it did.
 CHECK_EVERY_S = 3.0
 POLL_MS = 5000
+REFRESH_POLL_MS = 1500  # while the report is being rebuilt
 STATE_PATH = "/review/state"
 # The bar over the report, and the report's first screen in the order of the question: the
 # verdicts, the status and warnings, the per-variant table, the per-seed plot, the paired
@@ -54,7 +58,8 @@ BAR_CSS = """body{display:flex;flex-direction:column;align-items:flex-start}
 #ablate-bar{order:-1;align-self:stretch;position:sticky;top:0;z-index:9;margin:-2rem -2rem 1rem;
 padding:8px 2rem;background:#eef3f8;border-bottom:1px solid #c8d3df;font-size:14px;display:flex;
 gap:1.5em;align-items:baseline;flex-wrap:wrap}#ablate-bar .go{margin-left:auto}
-#ablate-bar .why{color:#555;font-size:12px}body>h1:first-of-type{margin:0 0 .3em}
+#ablate-bar .why{color:#555;font-size:12px}#ablate-bar .refresh{color:#7a4d00}
+#ablate-bar .err{color:#b00020;font-weight:600}body>h1:first-of-type{margin:0 0 .3em}
 body>p{margin:.5em 0}body>ul.small:first-of-type,body>table:first-of-type~*{order:2}
 body>div.plots{order:1}body>div.plots~*{order:3}body>div.cost{order:1}"""
 
@@ -135,11 +140,52 @@ def study_state(storage: BaseStorage, study_id: int) -> StudyState:
     )
 
 
+@dataclass(frozen=True)
+class StoredReport:
+    """One reading of the run folder's report: report.html's text (None: there is none), the
+    study version its summary.json shows (None: none it names) and report.html's
+    ``(mtime_ns, size)`` when it was read."""
+
+    html: str | None
+    version: str | None
+    stamp: tuple[int, int] | None
+
+
+def report_stamp(run_dir: Path) -> tuple[int, int] | None:
+    try:
+        st = (run_dir / "report.html").stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def read_stored(run_dir: Path) -> StoredReport:
+    """The run folder's report.html and the version of the study it shows (from summary.json)."""
+    stamp = report_stamp(run_dir)
+    try:
+        text = (run_dir / "report.html").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return StoredReport(None, None, None)
+    try:
+        cells = read_summary(run_dir)["cells"]
+        version: str | None = f"{cells['complete']}/{cells['total']}"
+    except (ConfigError, KeyError, TypeError):
+        version = None
+    return StoredReport(text, version, stamp)
+
+
 class ReviewPage:
     """The run folder's report.html, rebuilt (``rewrite_report``, as ``ablate report`` does) when
     the study's complete cells changed since the report on disk; looked at on request, at most
-    every ``check_every_s``. A rebuild that fails (the study mid-write, a read-only folder, a
-    study of an older spec format) keeps the last report written, with the reason in the bar."""
+    every ``check_every_s``.
+
+    A request never waits for a rebuild: the page is the report read from the run folder
+    (``stored``, read when the page opens), the rebuild runs in a thread of its own, and when it
+    is done the new report replaces ``stored`` whole, so a request gets the old one or the new
+    one and never a mix. Until then the bar says that the report shown is the stored one and is
+    being refreshed; with no report yet the page says the report is being built and reloads
+    itself. A rebuild that fails (the study mid-write, a read-only folder, a study of an older
+    spec format) keeps the last report written, with the reason in the bar and on stderr."""
 
     def __init__(
         self,
@@ -160,8 +206,10 @@ class ReviewPage:
         self.state: StudyState | None = None
         self.read_error: str | None = None  # the study could not be read: the last state stands
         self.build_error: str | None = None  # the report could not be rebuilt: the last one stands
-        self._built: str | None = None  # the version of the study the report on disk shows
+        self.stored = read_stored(run_dir)  # what the page shows; replaced whole after a rebuild
+        self._built = self.stored.version  # the version of the study the report shown shows
         self._failed: str | None = None  # a version whose rebuild failed: not tried again
+        self._rebuilding: threading.Thread | None = None
         self._checked_at = -math.inf
         self._lock = threading.Lock()
 
@@ -170,73 +218,108 @@ class ReviewPage:
         return self.read_error or self.build_error
 
     @property
+    def refreshing(self) -> bool:
+        """Whether a rebuild of the report runs (the page shows the stored report meanwhile)."""
+        return self._rebuilding is not None
+
+    @property
     def dashboard_url(self) -> str:
-        """The study's trials (its own start page is History, with the best-value line)."""
+        """The study's trial list (its own start page is History, with the best-value line)."""
         return "/dashboard/" if self.study_id is None else f"/dashboard/studies/{self.study_id}/trials"
 
+    @property
+    def table_url(self) -> str | None:
+        """The study's trial table: in optuna-dashboard 0.21 it is under Smart Selection's plots
+        (its ``trialTable`` route draws nothing)."""
+        return None if self.study_id is None else f"/dashboard/studies/{self.study_id}/smartSelection"
+
     def refresh(self) -> StudyState | None:
-        """The study's state, read at most every ``check_every_s``; the report rebuilt if stale."""
+        """The study's state, read at most every ``check_every_s``; a rebuild of the report
+        started in the background if it is stale and none runs."""
         with self._lock:
-            if self.study_id is None or self.clock() - self._checked_at < self.check_every_s:
+            if self.clock() - self._checked_at < self.check_every_s:
                 return self.state
             self._checked_at = self.clock()
+            if self._rebuilding is None and report_stamp(self.run_dir) != self.stored.stamp:
+                self.stored = read_stored(self.run_dir)  # written meanwhile (`ablate report`)
+                self._built = self.stored.version
+            if self.study_id is None:
+                return self.state
             try:
                 self.state = state = study_state(self.storage, self.study_id)
             except Exception as err:  # a database error while a worker writes: the last state
                 self.read_error = f"cannot read the study ({one_line(err)})"
                 return self.state
             self.read_error = None
-            if self._built is None:
-                self._built = self._on_disk()
-            if state.complete and state.version not in (self._built, self._failed):
-                self._rebuild(state)
+            stale = state.complete and state.version not in (self._built, self._failed)
+            if stale and self._rebuilding is None:
+                self._rebuilding = threading.Thread(
+                    target=self._rebuild, args=(state,), name="ablate-report", daemon=True
+                )
+                self._rebuilding.start()
             return state
 
-    def _on_disk(self) -> str | None:
-        """The version the report on disk shows, from its summary.json."""
-        if not (self.run_dir / "report.html").is_file():
-            return None
-        try:
-            cells = read_summary(self.run_dir)["cells"]
-            return f"{cells['complete']}/{cells['total']}"
-        except (ConfigError, KeyError, TypeError):
-            return None
+    def wait_rebuilt(self, timeout: float | None = None) -> bool:
+        """Wait for the rebuild that runs, if one does; whether none runs any more."""
+        thread = self._rebuilding
+        if thread is not None:
+            thread.join(timeout)
+        return self._rebuilding is None
 
     def _rebuild(self, state: StudyState) -> None:
+        """The report written again from the study (in the rebuild's thread), then shown."""
+        from optuna.exceptions import OptunaError
+
         from ablate.sweeps.report.build import rewrite_report
 
+        stored, error = None, "the rebuild stopped"
         try:
             rewrite_report(self.run_dir, self.url)
-        except Exception as err:  # anything: the page keeps the last good report
-            self._failed, self.build_error = state.version, f"cannot rebuild the report ({one_line(err)})"
-            print(f"ablate dashboard: {self.build_error}", file=sys.stderr, flush=True)
-            return
-        # What the report shows: a cell that finished while it was written may be in it already.
-        self._built, self._failed, self.build_error = self._on_disk() or state.version, None, None
+            stored = read_stored(self.run_dir)
+        except Exception as err:  # anything: the page keeps the last good report, and says why
+            error = f"cannot rebuild the report ({one_line(err)})"
+            print(f"ablate dashboard: {error}", file=sys.stderr, flush=True)
+            if not isinstance(err, (ConfigError, OSError, OptunaError)):  # a bug: where it is
+                traceback.print_exc(file=sys.stderr)
+        finally:
+            with self._lock:
+                if stored is not None:
+                    # What the report shows: a cell that finished while it was written may be in it.
+                    self.stored, self._built = stored, stored.version or state.version
+                    self._failed = self.build_error = None
+                else:
+                    self._failed, self.build_error = state.version, error
+                self._rebuilding = None
 
     def state_json(self) -> bytes:
         state = self.refresh()
         live = state is not None and state.live
-        return json.dumps({"version": state.version if state else None, "live": live}).encode()
+        version = state.version if state else None
+        return json.dumps({"version": version, "live": live, "refreshing": self.refreshing}).encode()
 
     def html(self) -> bytes:
         state = self.refresh()
-        try:
-            report = (self.run_dir / "report.html").read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            report = None
-        bar = self._bar(state, self._built if report is not None else None)
+        with self._lock:  # one consistent view: the report shown and whether it is refreshed
+            report, built, refreshing = self.stored.html, self._built, self.refreshing
+        bar = self._bar(state, report is not None, built, refreshing)
         if report is None:
-            return page_html(self.name, bar + self._no_report(state)).encode()
+            return page_html(self.name, bar + self._no_report(state, refreshing)).encode()
         head, sep, rest = report.partition("<body>")
         return (head + sep + bar + rest if sep else bar + report).encode()
 
-    def _no_report(self, state: StudyState | None) -> str:
+    def _no_report(self, state: StudyState | None, refreshing: bool) -> str:
         link = f"<a href='{self.dashboard_url}'>optuna-dashboard</a>"
         if self.study_id is None:
             return (
                 f"<p>{html.escape(self.name)} is an <code>ablate search</code> run folder: it has no "
                 f"ablation report; its results are in search.json, its trials in {link}.</p>"
+            )
+        if refreshing:
+            done = f" ({state.complete} of {state.cells} cells complete)" if state else ""
+            return (
+                f"<h1>{html.escape(self.name)}</h1><p><b>Building the report&hellip;</b> The study"
+                f"{done} is being written into report.html; this page reloads when it is ready. "
+                f"Until then, the trials are in {link}.</p>"
             )
         what = self.error or "no cell has finished yet"
         left = f" ({state.running} running, {state.waiting} waiting)" if state else ""
@@ -246,34 +329,45 @@ class ReviewPage:
             f"until then, the trials are in {link}.</p>"
         )
 
-    def _bar(self, state: StudyState | None, shown: str | None) -> str:
-        """The bar: the study's status (the counts of the report shown), the link to the trials, and
-        while cells are left a script that reloads the page when the study's version changes."""
+    def _bar(self, state: StudyState | None, report: bool, shown: str | None, refreshing: bool) -> str:
+        """The bar: the study's status (``shown``: the counts of the report, if any), whether it is
+        the stored one being refreshed, why it could not be, the links to the trials, and while
+        cells are left or the report is being rebuilt a script that reloads the page when the
+        study's version changed and no rebuild runs."""
         esc = html.escape
         if state is None:
             status = "no sweep study" if self.study_id is None else "study not read"
         elif state.live:
-            status = (
-                f"live: {shown or state.version} cells complete, {state.running} running "
-                "(reloads when one finishes)"
-            )
-        else:
+            counts = (shown if report else None) or state.version
+            status = f"live: {counts} cells complete, {state.running} running (reloads when one finishes)"
+        elif report:
             status = f"finished: the report of {self.run_dir}"
-        if self.error and shown is not None:
-            status += f"; {self.error}: showing the last report written"
+        else:
+            status = f"finished: {state.version} cells complete"
+        notes = ""
+        if refreshing and report:
+            notes += (
+                "<span class='refresh'>showing the stored report; it is being rebuilt from the "
+                "study (the page reloads when it is done)</span>"
+            )
+        if self.error and report:
+            notes += f"<span class='err'>{esc(self.error)}: showing the last report written</span>"
         poll = ""
-        if state is not None and state.live:
+        if refreshing or (state is not None and state.live):
+            version = json.dumps(state.version if state else None)
+            every = REFRESH_POLL_MS if refreshing else POLL_MS
             poll = (
                 f"<script>setInterval(function(){{fetch('{STATE_PATH}').then(function(r){{return r.json()}})"
-                f".then(function(s){{if(s.version!=={json.dumps(state.version)})location.reload()}})"
-                f".catch(function(){{}})}},{POLL_MS})</script>"
+                f".then(function(s){{if(!s.refreshing&&(s.version!=={version}||{json.dumps(refreshing)}))"
+                f"location.reload()}}).catch(function(){{}})}},{every})</script>"
                 f"<noscript><meta http-equiv='refresh' content='{POLL_MS // 1000 * 2}'></noscript>"
             )
+        table = f" &middot; <a href='{self.table_url}'>table</a>" if self.table_url else ""
         return (
             f"<style>{BAR_CSS}</style><div id='ablate-bar'><b>ablate review: {esc(self.name)}</b>"
-            f"<span>{esc(status)}</span><span class='go'><a href='{self.dashboard_url}'><b>Trials in "
-            "optuna-dashboard &rarr;</b></a> <span class='why'>its best-trial and importance views "
-            "are not results</span></span></div>"
+            f"<span>{esc(status)}</span>{notes}<span class='go'><a href='{self.dashboard_url}'><b>Trials in "
+            f"optuna-dashboard &rarr;</b></a>{table} <span class='why'>its best-trial and importance "
+            "views are not results</span></span></div>"
             f"{poll}"
         )
 
@@ -334,9 +428,13 @@ def serve(run_dir: Path, *, host: str = "127.0.0.1", port: int = 8080, storage: 
     running. Signals reach only the main thread, which here does nothing but wait. Each
     connection has a thread of its own and ``http_server.TIMEOUT_S`` seconds for each read
     and write, so a client that hangs holds up no other (sweeps/integrations/http_server.py).
+
+    A stale report starts being rebuilt (in a thread) before the server answers; the first
+    page is the stored report meanwhile, not a wait for the rebuild.
     """
     page = open_review(run_dir, storage)  # the folder first: its errors say more than the port's
     check_port_free(host, port)
+    page.refresh()  # a stale report: its rebuild starts now, in the background
     httpd = threaded_server(host, port, make_app(page))
     thread = threading.Thread(target=httpd.serve_forever, name="dashboard", daemon=True)
     print(f"review page for {page.name!r}: http://{host}:{port}/", flush=True)
@@ -344,6 +442,9 @@ def serve(run_dir: Path, *, host: str = "127.0.0.1", port: int = 8080, storage: 
     print(f"studies: {', '.join(study_names(page.storage))}", flush=True)
     if not (run_dir / "artifacts").is_dir():
         print(f"no artifacts in {run_dir / 'artifacts'} yet (no cell has finished)", flush=True)
+    if page.refreshing:
+        what = "the stored report until then" if page.stored.html is not None else "a wait page until then"
+        print(f"rebuilding the report from the study in the background (the page shows {what})", flush=True)
     print("Ctrl-C stops the server", flush=True)
     thread.start()
     try:

@@ -113,6 +113,8 @@ def read_everything(folder: Path, tmp_path: Path) -> None:
     (run / "report.html").unlink()  # the dashboard rebuilds it as `ablate report` does
     page = open_review(run)
     page.check_every_s = 0
+    page.html()  # starts the rebuild, in the background
+    assert page.wait_rebuilt(120)
     assert b"report" in page.html() and page.build_error is None and (run / "report.html").is_file()
     assert main(["wandb-report", str(run)]) == 0 and (run / "wandb-report.json").is_file()  # offline
 
