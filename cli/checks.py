@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
 from ablate.errors import ConfigError, Range
 
 if TYPE_CHECKING:  # the drivers' outcome imports optuna: loaded by print_outcome, once cells ran
+    from rich.console import Console  # rich: imported by the commands that print, not the parser
+
     from ablate.sweeps.drivers.outcome import Outcome
 
 # Every numeric option of every subcommand (argparse dest -> valid interval).

@@ -14,23 +14,6 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from ablate.cli.checks import check_options
-from ablate.cli.commands import (
-    cmd_aggregate,
-    cmd_check_component,
-    cmd_compare,
-    cmd_configs,
-    cmd_dashboard,
-    cmd_lr_check,
-    cmd_power,
-    cmd_report,
-    cmd_reproduce,
-    cmd_search,
-    cmd_sweep,
-    cmd_train,
-    cmd_verify,
-    cmd_wandb_report,
-    cmd_wandb_sweep,
-)
 from ablate.cli.habits import RESET, habit_hint, hydra_overrides
 from ablate.cli.options import (
     launcher_options,
@@ -40,7 +23,6 @@ from ablate.cli.options import (
     storage_option,
     sweep_options,
 )
-from ablate.cli.tables import console, shown_warnings
 from ablate.errors import ConfigError
 from ablate.experiments.specs.quick_grid import MAX_CELLS, MAX_VARIANTS
 from ablate.lit_modules.model.kinds import KINDS
@@ -76,6 +58,27 @@ model.pe=sinusoidal,none --dry-run` (a grid). `ablate COMMAND -h` explains a com
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
+class Command:
+    """A subcommand's function in cli/commands.py, held by its name: commands.py (rich, PyYAML and
+    what each command imports) is imported when a command runs, so that the parser, ``ablate
+    --help`` and every ``ablate COMMAND --help`` import none of it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def load(self) -> Callable[[argparse.Namespace], int]:
+        from ablate.cli import commands
+
+        func: Callable[[argparse.Namespace], int] = getattr(commands, self.name)
+        return func
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        return self.load()(args)
+
+    def __repr__(self) -> str:
+        return f"Command({self.name!r})"
+
+
 def _add_train(sub: Subcommands) -> None:
     train = sub.add_parser("train", help="train and evaluate one configuration")
     train.add_argument(
@@ -105,7 +108,7 @@ def _add_train(sub: Subcommands) -> None:
         help="print the resolved config (YAML) and exit; trains nothing",
     )
     train.add_argument("--print_config", action="store_true", help=argparse.SUPPRESS)  # LightningCLI's
-    train.set_defaults(func=cmd_train)
+    train.set_defaults(func=Command("cmd_train"))
 
 
 def _add_wandb_sweep(sub: Subcommands) -> None:
@@ -114,7 +117,7 @@ def _add_wandb_sweep(sub: Subcommands) -> None:
     ws.add_argument("overrides", nargs="*", help="dotted overrides applied to every variant's base")
     ws.add_argument("--method", choices=["grid", "random", "bayes"], default="grid", help="default grid")
     profile_option(ws)
-    ws.set_defaults(func=cmd_wandb_sweep)
+    ws.set_defaults(func=Command("cmd_wandb_sweep"))
 
 
 def _add_sweep(sub: Subcommands) -> None:
@@ -147,7 +150,7 @@ def _add_sweep(sub: Subcommands) -> None:
     )
     sweep_options(sw)
     launcher_options(sw)
-    sw.set_defaults(func=cmd_sweep)
+    sw.set_defaults(func=Command("cmd_sweep"))
 
 
 def _add_search(sub: Subcommands) -> None:
@@ -164,7 +167,7 @@ def _add_search(sub: Subcommands) -> None:
     plan_options(se)
     sweep_options(se)
     launcher_options(se)
-    se.set_defaults(func=cmd_search)
+    se.set_defaults(func=Command("cmd_search"))
 
 
 def _add_lr_check(sub: Subcommands) -> None:
@@ -178,7 +181,7 @@ def _add_lr_check(sub: Subcommands) -> None:
     )
     sweep_options(lr)
     launcher_options(lr)
-    lr.set_defaults(func=cmd_lr_check)
+    lr.set_defaults(func=Command("cmd_lr_check"))
 
 
 def _add_check_component(sub: Subcommands) -> None:
@@ -195,7 +198,7 @@ def _add_check_component(sub: Subcommands) -> None:
         metavar="MODULE_OR_FILE",
         help="plugins to import first: module names or .py files (default: none)",
     )
-    cc.set_defaults(func=cmd_check_component)
+    cc.set_defaults(func=Command("cmd_check_component"))
 
 
 def _add_readers(sub: Subcommands) -> None:
@@ -203,7 +206,7 @@ def _add_readers(sub: Subcommands) -> None:
     rp = sub.add_parser("report", help="(re)write the report of a sweep run folder")
     rp.add_argument("run_dir", help="sweep run folder (with spec.json)")
     margin_option(rp)
-    rp.set_defaults(func=cmd_report)
+    rp.set_defaults(func=Command("cmd_report"))
 
     db = sub.add_parser(
         "dashboard", help="review a sweep run folder: its report, live, and optuna-dashboard (local web UI)"
@@ -213,7 +216,7 @@ def _add_readers(sub: Subcommands) -> None:
     db.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
     )
-    db.set_defaults(func=cmd_dashboard)
+    db.set_defaults(func=Command("cmd_dashboard"))
 
     pw = sub.add_parser(
         "power",
@@ -233,7 +236,7 @@ def _add_readers(sub: Subcommands) -> None:
         "--alpha", type=float, default=0.05, help="family-wise two-sided level, split by Holm (default 0.05)"
     )
     pw.add_argument("--max-seeds", type=int, default=200, help="largest seed count tried (default 200)")
-    pw.set_defaults(func=cmd_power)
+    pw.set_defaults(func=Command("cmd_power"))
     for p in (rp, db, pw):
         storage_option(p, "the run folder's study.db")
 
@@ -243,7 +246,7 @@ def _add_readers(sub: Subcommands) -> None:
         "--out", default="runs/aggregate", help="output stem: STEM.json and STEM.md (default runs/aggregate)"
     )
     storage_option(ag, "each run folder's study.db")
-    ag.set_defaults(func=cmd_aggregate)
+    ag.set_defaults(func=Command("cmd_aggregate"))
 
 
 def _add_compare_verify(sub: Subcommands) -> None:
@@ -252,7 +255,7 @@ def _add_compare_verify(sub: Subcommands) -> None:
     cp.add_argument("run_b", help="second sweep run folder")
     cp.add_argument("--out", help="output folder (default RUN_A-vs-NAME_B)")
     margin_option(cp, "per variant: is B equivalent to A within ±M?")
-    cp.set_defaults(func=cmd_compare)
+    cp.set_defaults(func=Command("cmd_compare"))
 
     vf = sub.add_parser(
         "verify", help="rerun a few finished cells here and check they give the same numbers, bit for bit"
@@ -283,7 +286,7 @@ def _add_compare_verify(sub: Subcommands) -> None:
     )
     vf.add_argument("--workers", type=int, default=1, help="with --conclusions: worker processes (default 1)")
     vf.add_argument("--no-progress", action="store_true", help="no progress bar while a cell trains")
-    vf.set_defaults(func=cmd_verify)
+    vf.set_defaults(func=Command("cmd_verify"))
 
 
 def _add_configs(sub: Subcommands) -> None:
@@ -299,7 +302,7 @@ def _add_configs(sub: Subcommands) -> None:
     cp_cf.add_argument("name", help="its name (ablate configs lists them)")
     cp_cf.add_argument("dest", nargs="?", help="file or folder to write (default ./NAME.yaml)")
     cp_cf.add_argument("--force", action="store_true", help="replace DEST if it exists (default: refuse)")
-    cf.set_defaults(func=cmd_configs)
+    cf.set_defaults(func=Command("cmd_configs"))
 
 
 def _add_reproduce(sub: Subcommands) -> None:
@@ -309,7 +312,7 @@ def _add_reproduce(sub: Subcommands) -> None:
     profile_option(rr, "cpu: minutes on 2 cores; gpu: full size", choices=["cpu", "gpu"])
     sweep_options(rr, default_workers=None)
     launcher_options(rr)
-    rr.set_defaults(func=cmd_reproduce)
+    rr.set_defaults(func=Command("cmd_reproduce"))
 
 
 def _add_wandb_report(sub: Subcommands) -> None:
@@ -324,7 +327,7 @@ def _add_wandb_report(sub: Subcommands) -> None:
         help=f"create the report and workspace from RUN_DIR/{REPORT_FILE} and {WORKSPACE_FILE} "
         "(written offline), once online",
     )
-    wr.set_defaults(func=cmd_wandb_report)
+    wr.set_defaults(func=Command("cmd_wandb_report"))
 
 
 def _add_completion(sub: Subcommands) -> None:
@@ -398,12 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``ablate ARGV`` (None: this process's arguments, ``sys.argv[1:]``); return its exit
     code. Reads ``argv`` only and changes neither ``sys.argv`` nor ``os.environ``: W&B, which
     records a process's command line, is shown it with a password masked where it records it
-    (wandb_glue.log_summary)."""
-    with shown_warnings():
-        return _main(argv)
-
-
-def _main(argv: list[str] | None) -> int:
+    (wandb_glue.log_summary). Parsing imports no command: a help page or a usage error from
+    argparse answers before rich, PyYAML or any library a command needs is imported."""
     parser = build_parser()
     # Overrides may come after options (`--workers 2 model.pe=none`): collect them too.
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -417,16 +416,25 @@ def _main(argv: list[str] | None) -> int:
     if extra:
         args.overrides = [*args.overrides, *extra]
     storage_from_env(args)
+    from ablate.cli.tables import shown_warnings  # rich: from here on, the command runs
+
+    with shown_warnings():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ablate.cli import tables
+
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         check_options(args)
         hydra_overrides(args)
         return func(args)
     except ConfigError as err:
-        console.print(f"error: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+        tables.console.print(f"error: {err}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        console.print("interrupted", markup=False)
+        tables.console.print("interrupted", markup=False)
         return 130
 
 

@@ -23,8 +23,6 @@ from pathlib import Path
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
-import yaml
-
 from ablate.errors import ConfigError, require
 
 if TYPE_CHECKING:
@@ -147,6 +145,8 @@ def split_overrides(overrides: list[str]) -> tuple[list[str], dict[str, list[str
 
 
 def _value(text: str, key: str) -> Any:
+    import yaml  # imported where used: the CLI's parser reads this module's limits for its help
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as err:

@@ -22,10 +22,9 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from ablate.files import atomic_write
 from ablate.sweeps.ledger.run_folder import read_json_object
@@ -49,6 +48,9 @@ from ablate.sweeps.report.text import (
 )
 from ablate.sweeps.stats.rows import CELL_COLUMNS, CellRow
 from ablate.sweeps.stats.summary import collect
+
+if TYPE_CHECKING:  # matplotlib (0.5 s of imports) loads when a plot is drawn, not for a reader of the report
+    from matplotlib.figure import Figure
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
@@ -84,6 +86,8 @@ def plot_metric(summary: dict[str, Any], rows: list[CellRow]) -> bytes:
     """PNG of the metric per variant: a box plot plus one point per seed (diverged seeds as red x)."""
     names = list(summary["variants"])
     cells, _, _ = collect(rows, metric=summary["metric"], direction=summary["direction"], variants=names)
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(max(4.0, 1.3 * len(names) + 1.5), 3.8))
     ax = fig.add_subplot()
     filled = [i for i, n in enumerate(names) if cells[n]]
@@ -175,6 +179,8 @@ def plot_differences(summary: dict[str, Any], diffs: dict[str, list[tuple[int, f
     where a side diverged), the zero line, and Δ with the interval of the primary test when the
     seeds allow one (its achieved confidence under the name)."""
     names, metric = list(diffs), summary["metric"]
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(max(4.0, 1.3 * len(names) + 1.5), 3.8))
     ax = fig.add_subplot()
     ax.axhline(0.0, color="black", lw=1, ls="--", zorder=1)
@@ -259,6 +265,8 @@ def curve_bands(rows: list[CellRow], names: list[str]) -> tuple[str, dict[str, t
 
 def plot_curves(metric: str, bands: dict[str, tuple[int, np.ndarray]]) -> bytes:
     """PNG of the validation curves: per variant the median across seeds at each step, its IQR shaded."""
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(6.4, 3.8))
     ax = fig.add_subplot()
     for i, (name, (n, (steps, q1, med, q3))) in enumerate(bands.items()):

@@ -164,6 +164,24 @@ def test_the_fast_count_is_the_brute_force_count(claim: str, paired: bool) -> No
             assert claim_power(claim, paired, n, value, 0.05) == brute_power(claim, paired, n, value, 0.05)
 
 
+@pytest.mark.parametrize("n", [sim.WALSH_SEEDS + 1, 64, sim.MERGE_SEEDS + 30])
+def test_the_paired_count_above_walsh_seeds_is_every_pairs_count(n: int) -> None:
+    """Above WALSH_SEEDS the paired count searches only the pairs that are not known: the same
+    count as every r_i (the merge or search of _ranks) and as every average, pair for pair, on
+    the simulated studies and on tied values (a quarter grid: every sum exact, many equal)."""
+    rng = np.random.default_rng(n)
+    tied = np.sort(rng.integers(-8, 9, (200, n)) / 4.0, axis=1)
+    for x in (sim.studies(True, n)[0][:400], tied):
+        for cut in (0.0, -0.0, 0.25, -0.5, 0.1, 3.0, -5.0):
+            r = sim._ranks(x, (2 * cut - x)[:, ::-1])[:, ::-1]
+            every_r = np.maximum(0, r - np.arange(n)).sum(axis=1)
+            fast = sim.at_most(x, None, cut)
+            assert np.array_equal(fast, every_r)
+            assert np.array_equal(sim.at_least(x, None, cut), (averages(True, x, None) >= cut).sum(axis=1))
+            if x is tied:  # exact sums: the averages decide alike
+                assert np.array_equal(fast, (averages(True, x, None) <= cut).sum(axis=1))
+
+
 def test_the_null_distributions_give_inferences_k() -> None:
     for paired, ns in ((True, [*range(1, 40), 64, 120]), (False, range(1, 31))):
         for n in ns:
