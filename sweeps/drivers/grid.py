@@ -15,6 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from optuna.storages import RDBStorage
+from optuna.trial import TrialState
+
 from ablate.errors import ConfigError
 from ablate.experiments.schema.machine import isa_env
 from ablate.experiments.specs.spec import ExperimentSpec
@@ -22,11 +25,13 @@ from ablate.files import new_output_folder, write_json, write_yaml
 from ablate.sweeps.drivers.loop import Watch, WorkerCommand, console, prepare_run, run_workers
 from ablate.sweeps.drivers.options import RunOptions
 from ablate.sweeps.drivers.outcome import Outcome, check_shared_failure, grid_outcome, shared_failure_message
-from ablate.sweeps.ledger.cells import CellStore, collect_rows, open_store
+from ablate.sweeps.ledger.cells import CellStore, cell_key, collect_rows, open_store
+from ablate.sweeps.ledger.journal import is_journal, journal_path, journal_url
 from ablate.sweeps.ledger.run_folder import check_run_folder, mark_run_folder
-from ablate.sweeps.ledger.study_file import file_identity, file_lost
+from ablate.sweeps.ledger.storage import default_storage, open_storage
+from ablate.sweeps.ledger.study_file import check_storage_url, file_identity, file_lost
 from ablate.sweeps.ledger.study_views import PLOT_FILE
-from ablate.sweeps.report.build import report
+from ablate.sweeps.report.current import current_report, log_summary_once
 from ablate.sweeps.stats.inference import ALPHA, seeds_to_reject
 from ablate.sweeps.stats.summary import data_changing_keys
 
@@ -81,6 +86,8 @@ def prepare_data(specs: list[ExperimentSpec]) -> None:
     content, datamodules/datamodule.py), so their cells are the ones they would have built.
     A validation or test split below MIN_EVAL_EXAMPLES, or splits that share examples, is one
     warning per data set and process, logged here (the workers log it only to their logs)."""
+    if not specs:  # nothing to prepare: not even the data module's imports (lightning)
+        return
     from ablate.datamodules.datamodule import ClassificationDataModule
 
     seen: set[str] = set()
@@ -95,6 +102,34 @@ def prepare_data(specs: list[ExperimentSpec]) -> None:
             except ConfigError as err:
                 raise ConfigError(f"{spec.name}: variant {variant!r}: {err}") from None
             dm.log_warnings(spec.name if i == 0 else f"{spec.name}: variant {variant!r}")
+
+
+def finished(spec: ExperimentSpec, run_dir: Path, storage: str | None) -> bool:
+    """Whether the study file of an earlier run of ``spec`` (``--storage``'s SQLite file or journal,
+    else the run folder's study.db) already holds a complete trial for every cell: then no cell
+    runs, and ``prepare_data`` (seconds of imports, and minutes for a text set not yet cached) is
+    skipped; the study's checks (``_open``) refuse a changed spec, plugin or data as always.
+    Read only; False for a study server (not opened twice), an adaptive spec (the study holds
+    its later rounds' seeds), and whenever it cannot tell."""
+    if spec.adaptive is not None:
+        return False
+    url = storage if storage is not None else default_storage(run_dir)
+    try:
+        if check_storage_url(url) is None:  # a server: opened once, by _open
+            return False
+        if is_journal(url):  # as prepare_run names it
+            url = journal_url(journal_path(url))
+        db = open_storage(url)  # create=False: no file, no study
+        try:
+            study = db.get_study_id_from_name(spec.name)
+            trials = db.get_all_trials(study, deepcopy=False, states=(TrialState.COMPLETE,))
+        finally:
+            if isinstance(db, RDBStorage):
+                db.engine.dispose()
+    except Exception:  # no study yet, or one that cannot be read: the usual path says why
+        return False
+    done = {t.user_attrs.get("cell") for t in trials}
+    return all(cell_key(v, s) in done for v, s in spec.cells())
 
 
 def _open(spec: ExperimentSpec, run_dir: Path, options: RunOptions) -> Grid:
@@ -125,8 +160,18 @@ def _run_round(grids: list[Grid], options: RunOptions, *, title: str) -> None:
     check, sweeps/drivers/outcome.py ``shared_failure``); its message is printed once, here."""
     since = datetime.now()  # this round's attempts: what the stop rule looks at
     _write_round(grids)
-    left = sum(c.state != "complete" for g in grids for c in g.store.states().values())
+    states = [c.state for g in grids for c in g.store.states().values()]
+    left = sum(s != "complete" for s in states)
     pin = _one_pin(grids, title)
+    if not any(s in ("waiting", "running") for s in states):
+        # Every cell complete or failed for good: a worker would claim nothing and exit (after
+        # seconds of imports). The count is shown once, as the progress line shows it.
+        done, state = _progress(grids)
+        total = sum(len(g.spec.cells()) for g in grids)
+        console.print(
+            f"{title}: {done}/{total} done, {state}; none left to run", markup=False, soft_wrap=True
+        )
+        return
     run_workers(
         WorkerCommand("ablate.sweeps.drivers.worker", _worker_args(grids, options, since), isa_env(pin)),
         grids[0].run_dir,
@@ -186,11 +231,21 @@ def _note_stops(grids: list[Grid], since: datetime) -> None:
 
 
 def _finish(grid: Grid, use_wandb: bool) -> tuple[dict[str, Any], Outcome]:
-    summary = report(grid.spec, grid.store, grid.run_dir)
+    """The report (the stored one when nothing it is made from changed: sweeps/report/current.py)
+    and the W&B summary run (logged again only when its report or target changed), then the
+    cell counts."""
+    summary, key, rebuilt = current_report(grid.spec, grid.store, grid.run_dir, grid.url)
+    if not rebuilt:
+        console.print(f"{grid.spec.name}: the report is up to date with the study; kept", markup=False)
     if use_wandb and summary["cells"]["complete"]:  # the study's summary run beside its cells
         from ablate.sweeps.integrations import wandb_glue
 
-        wandb_glue.log_summary(grid.spec, summary, grid.run_dir / PLOT_FILE, grid.run_dir)
+        log_summary_once(
+            grid.run_dir,
+            key,
+            wandb_glue.summary_target(grid.spec),
+            lambda: wandb_glue.log_summary(grid.spec, summary, grid.run_dir / PLOT_FILE, grid.run_dir),
+        )
     outcome = grid_outcome(collect_rows(grid.store))
     outcome = dataclasses.replace(outcome, lost=file_lost(grid.url, grid.opened))
     if grid.stopped and not outcome.ok:  # its message named the error: not again as "a failed cell"
@@ -242,7 +297,7 @@ def sweep(spec: ExperimentSpec, run_dir: Path, options: RunOptions) -> tuple[dic
     ``options.launcher``: where the workers run (sweeps/drivers/launcher.py; default
     ``options.workers`` processes here); ``options.retry_failed``: run again the cells that
     failed for good (their cause fixed)."""
-    prepare_data([spec])
+    prepare_data([] if finished(spec, run_dir, options.storage) else [spec])
     grid = _open(spec, run_dir, options)
     if spec.adaptive is not None:  # resume: the seeds earlier rounds added
         added = grid.store.study.user_attrs.get("extra_seeds", {})
@@ -266,7 +321,8 @@ def sweep_pool(
     core waits for one study's tail; then each study's report. A cell's number is the same as in
     its own sweep (it depends on its config and seed only). With an adaptive spec among them (its
     rounds need their own workers), or one spec, each runs as ``sweep``, one after another."""
-    prepare_data([s for s, _ in specs])  # every study's data, before the first study runs
+    # Every study's data, before the first study runs (a finished study's: not needed).
+    prepare_data([s for s, d in specs if not finished(s, d, options.storage)])
     if len(specs) == 1 or any(s.adaptive is not None for s, _ in specs):  # rounds need their own workers
         return [sweep(s, d, options) for s, d in specs]
     grids = [_open(s, d, options) for s, d in specs]

@@ -47,6 +47,8 @@ console = Console(stderr=True, soft_wrap=not Console(stderr=True).is_terminal)
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 LOG_TAIL = 64 * 1024  # bytes of a failed worker's log read for its stop reason
+# Off a terminal, how often the progress count is read: a finished cell's line within a second.
+LINE_POLL_S = 0.5
 W = TypeVar("W")
 
 
@@ -322,7 +324,9 @@ def _watch_bar(handles: list[Any], poll: Callable[[], tuple[int, str]], title: s
 
 
 def _watch_lines(handles: list[Any], poll: Callable[[], tuple[int, str]], title: str, total: int) -> None:
-    """In a log or a pipe, where a redrawn bar would pile up: one line each time work finishes."""
+    """In a log or a pipe, where a redrawn bar would pile up: one line each time the count of
+    finished work changes, flushed at once (a reader of the pipe sees a finished cell within
+    LINE_POLL_S and the time one poll takes)."""
     start = time.monotonic()
     shown_done = -1
     while True:
@@ -331,10 +335,22 @@ def _watch_lines(handles: list[Any], poll: Callable[[], tuple[int, str]], title:
         if done != shown_done:
             elapsed = time.strftime("%H:%M:%S", time.gmtime(time.monotonic() - start))
             console.print(f"{title}: {done}/{total} done, {state}, {elapsed}", markup=False, soft_wrap=True)
+            with contextlib.suppress(OSError, ValueError):  # rich flushes too; a closed pipe is rich's
+                console.file.flush()
             shown_done = done
         if not running:
             return
-        time.sleep(1.0)
+        time.sleep(LINE_POLL_S)
+
+
+def on_terminal() -> bool:
+    """Whether the progress goes to a terminal that redraws a bar: rich says so and the stream is
+    one. FORCE_COLOR or TTY_COMPATIBLE=1 make rich call a pipe a terminal, where a redrawn bar
+    sends no line until the end; a pipe gets lines."""
+    try:
+        return console.is_terminal and console.file.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def run_workers(
@@ -360,7 +376,7 @@ def run_workers(
     main = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
     try:
-        show = _watch_bar if console.is_terminal else _watch_lines
+        show = _watch_bar if on_terminal() else _watch_lines
         show(handles, watch.poll, watch.title, watch.total)
     except KeyboardInterrupt:
         for h in handles:

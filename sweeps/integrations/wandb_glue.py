@@ -125,6 +125,23 @@ def end_cell(logger: Any, state: CellState) -> None:
     run.finish(exit_code=EXIT_CODES[state])
 
 
+def summary_run_id(spec: ExperimentSpec) -> str:
+    """One summary run per study: rerunning the sweep updates it instead of adding another."""
+    return f"{spec.name}-summary-{spec.identity()}"
+
+
+def summary_target(spec: ExperimentSpec) -> dict[str, str | None]:
+    """Where ``log_summary`` logs: the run, project, mode, entity and server (a finished sweep
+    run again logs its summary again only when this or its report changed: report/current.py)."""
+    return {
+        "id": summary_run_id(spec),
+        "project": project(spec),
+        "mode": wandb_mode(),
+        "entity": os.environ.get("WANDB_ENTITY"),
+        "base_url": os.environ.get("WANDB_BASE_URL"),
+    }
+
+
 def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, run_dir: Path) -> str:
     """One run per sweep with the per-variant table and the plot."""
     os.environ.setdefault("WANDB_SILENT", "true")
@@ -134,8 +151,7 @@ def log_summary(spec: ExperimentSpec, summary: dict[str, Any], plot_png: Path, r
     # password (the process keeps its own).
     with masked_argv():
         run = wandb.init(
-            # One summary run per study: rerunning the sweep updates it instead of adding another.
-            id=f"{spec.name}-summary-{spec.identity()}",
+            id=summary_run_id(spec),
             resume="allow",
             project=project(spec),
             job_type=SUMMARY_JOB_TYPE,

@@ -31,7 +31,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 MOST = 0.5  # a flag needs strictly more than this share of the seeds
 CHANCE_BAND = 0.99  # central binomial band around the majority-class rate
@@ -69,6 +68,8 @@ def bounded(metric: str) -> bool:
 def chance_band(majority: float, n: int) -> tuple[float, float]:
     """The central CHANCE_BAND interval of an accuracy reached by always predicting the majority
     class (rate ``majority``) on ``n`` examples: Binomial(n, majority) / n's quantiles."""
+    from scipy import stats  # imported where used (a finished sweep's rerun needs none)
+
     tail = (1 - CHANCE_BAND) / 2
     return float(stats.binom.ppf(tail, n, majority)) / n, float(stats.binom.isf(tail, n, majority)) / n
 

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from math import comb
 
 import numpy as np
-from scipy import stats
 
 # Names of how p_mwu was computed.
 TEST_MWU = "mwu-exact"  # exact Mann-Whitney U over all C(n1+n2, n1) splits, midranks for ties
@@ -40,6 +39,8 @@ def mwu_exact(x: Sequence[float], y: Sequence[float], *, seed: int = BOOT_SEED) 
     n1, n2 = x.size, y.size
     if n1 == 0 or n2 == 0:
         raise ValueError("both samples need at least one value")
+    from scipy import stats  # imported where used (a finished sweep's rerun needs none)
+
     big = n1 + n2
     r2 = np.rint(2 * stats.rankdata(np.concatenate([x, y]))).astype(np.int64)  # doubled midranks
     t_obs = int(r2[:n1].sum())

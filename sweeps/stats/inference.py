@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 ALPHA = 0.05
 TEST_WILCOXON = "signed-rank"
@@ -102,6 +101,8 @@ def mwu_cdf(n1: int, n2: int) -> tuple[float, ...]:
 @functools.cache
 def normal_cdf(mean: float, var: float, top: int) -> tuple[float, ...]:
     """A count statistic's null cdf, normal with a continuity correction (large samples)."""
+    from scipy import stats  # imported where used (a finished sweep's rerun needs none)
+
     sd = math.sqrt(var)
     return tuple(float(c) for c in stats.norm.cdf((np.arange(top + 1) + 0.5 - mean) / sd))
 
@@ -210,6 +211,8 @@ def trimmed_mean_ci(
         return None
     w = np.clip(x, x[g], x[n - g - 1])
     se = math.sqrt((n - 1) * float(np.var(w, ddof=1)) / (h * (h - 1)))
+    from scipy import stats  # imported where used (a finished sweep's rerun needs none)
+
     centre = float(stats.trim_mean(x, trim))
     half = float(stats.t.ppf(1 - alpha / 2, h - 1)) * se
     return centre - half, centre + half

@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ablate.sweeps.stats import design
 from ablate.sweeps.stats.equivalence import adjust as adjust_equivalence
@@ -78,6 +77,8 @@ def iqm(values: Sequence[float]) -> float | None:
     ``scipy.stats.trim_mean(x, 0.25)``, as rliable: for n < 4 nothing is trimmed (the mean),
     for n = 5 it is the mean of the middle 3, for n = 8 of the middle 4.
     """
+    from scipy import stats  # imported where used (a finished sweep's rerun needs none)
+
     x = np.asarray(values, dtype=float).reshape(-1)
     return _num(stats.trim_mean(x, IQM_TRIM)) if x.size else None
 
