@@ -6,12 +6,16 @@ of a training step (forward, backward, clipping, AdamW: what ``LitClassifier`` r
 ``--steps`` after warm-up), and the single-core matmul peak measured beside it (the best of
 one-thread ``torch.mm`` at n = 256 ... 2048). The fraction of peak is FLOPs / time / peak.
 ``--breakdown`` adds where the time goes (torch.profiler, by operator: matmul, attention,
-dropout masks, optimizer, the rest).
+dropout masks, optimizer, the rest). ``--precision bf16-mixed`` times the step as Lightning's
+``trainer.precision=bf16-mixed`` runs it on the CPU: forward and loss under
+``torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False)`` (its MixedPrecision plugin's
+context), backward and AdamW outside, weights and optimizer state in fp32.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -67,18 +71,37 @@ def _setup(path: str, overrides: list[str]) -> tuple[Any, Any, list[dict[str, to
     return cfg, lit, batches
 
 
-def _step(lit: Any, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor], step: int) -> None:
+PRECISIONS = ("32-true", "bf16-mixed")
+
+
+def _autocast(precision: str) -> Any:
+    """Lightning's CPU forward context for ``precision`` (plugins/precision/amp.py)."""
+    if precision == "bf16-mixed":
+        return torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False)
+    return contextlib.nullcontext()
+
+
+def _step(
+    lit: Any,
+    optimizer: torch.optim.Optimizer,
+    batch: dict[str, torch.Tensor],
+    step: int,
+    precision: str = "32-true",
+) -> None:
     from ablate.lit_modules.systems.classifier import train_losses
 
-    logits = lit.model(batch["input_ids"], batch["attention_mask"], key=(lit.seeds[0], step)).logits
-    loss = train_losses(logits, batch["labels"])
+    with _autocast(precision):
+        logits = lit.model(batch["input_ids"], batch["attention_mask"], key=(lit.seeds[0], step)).logits
+        loss = train_losses(logits, batch["labels"])
     loss.backward()
     torch.nn.utils.clip_grad_norm_(list(lit.parameters()), lit.optim_cfg.grad_clip or 1e9)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
 
 
-def measure(name: str, path: str, overrides: list[str], steps: int, breakdown: bool) -> dict[str, Any]:
+def measure(
+    name: str, path: str, overrides: list[str], steps: int, breakdown: bool, precision: str = "32-true"
+) -> dict[str, Any]:
     cfg, lit, batches = _setup(path, overrides)
     optimizer = lit.configure_optimizers()["optimizer"]
     torch.use_deterministic_algorithms(cfg.trainer.deterministic)
@@ -89,17 +112,18 @@ def measure(name: str, path: str, overrides: list[str], steps: int, breakdown: b
     lit.zero_grad(set_to_none=True)
     flops = counter.get_total_flops()
     for i in range(5):  # warm-up: allocations, lazy init, the native dropout's first call
-        _step(lit, optimizer, batches[i % len(batches)], i)
+        _step(lit, optimizer, batches[i % len(batches)], i, precision)
     times = []
     for i in range(steps):
         t = time.perf_counter()
-        _step(lit, optimizer, batches[i % len(batches)], i)
+        _step(lit, optimizer, batches[i % len(batches)], i, precision)
         times.append(time.perf_counter() - t)
     out: dict[str, Any] = {
         "config": " ".join([path, *overrides]),
         "batch": list(batches[0]["input_ids"].shape),
         "step_flops": flops,
         "step_s": statistics.median(times),
+        "precision": precision,
     }
     if breakdown:
         out["breakdown_ms"] = profile(lit, optimizer, batches)
@@ -139,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--breakdown", action="store_true", help="also where the time goes (profiler)")
     parser.add_argument("--only", choices=list(CONFIGS), help="one config (default: all three)")
     parser.add_argument("--out", type=Path, help="write the results as JSON")
+    parser.add_argument(
+        "--precision", choices=PRECISIONS, default="32-true", help="the step's precision (default 32-true)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     peak = matmul_peak()
@@ -146,11 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, (path, overrides) in CONFIGS.items():
         if args.only and name != args.only:
             continue
-        r = measure(name, path, overrides, args.steps, args.breakdown)
+        r = measure(name, path, overrides, args.steps, args.breakdown, args.precision)
         r["fraction_of_peak"] = r["step_flops"] / r["step_s"] / peak
         results["tasks"][name] = r
         line = (
-            f"{name:13s} {r['step_flops'] / 1e9:6.3f} GFLOP/step  {r['step_s'] * 1000:7.2f} ms/step  "
+            f"{name:13s} {args.precision:10s} {r['step_flops'] / 1e9:6.3f} GFLOP/step  {r['step_s'] * 1000:7.2f} ms/step  "
             f"{r['step_flops'] / r['step_s'] / 1e9:6.1f} GFLOP/s  {r['fraction_of_peak']:.2f} of peak"
         )
         print(line + (f"  {r['breakdown_ms']}" if args.breakdown else ""), flush=True)

@@ -349,7 +349,7 @@ def _results(
             steps=global_step if diverged_at is None else diverged_at,
             wall_s=wall_s,
             config=cfg.override({"seed": seed}),
-            numerics=numerics_record(),
+            numerics=numerics_record(resolve_precision(cfg)),  # bf16-mixed changes the floats too
             splits=dm.split_record,
         )
         model = lit.member_model(k)

@@ -5,9 +5,10 @@ oneDNN and MKL pick for the CPU change the float reduction order, and over thous
 chaotic cell moves a lot (one lookup cell: 0.930 with native AVX-512 kernels, 0.8045 with
 ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``, 0.884 with ``ATEN_CPU_CAPABILITY=default``).
 
-- ``numerics_record()``: the CPU, kernel ISA, library versions, ISA environment, torch/CUDA and
-  thread count a process computes with (JSON-safe); ``numerics_key`` its short stable form, and
-  ``mixed_numerics`` counts the distinct settings among many cells' records.
+- ``numerics_record(precision)``: the CPU, kernel ISA, library versions, ISA environment,
+  torch/CUDA and thread count a process computes with, and the cell's Lightning precision where it
+  is not full fp32 (``bf16-mixed``: autocast to bf16, on the CPU too) (JSON-safe); ``numerics_key``
+  its short stable form, and ``mixed_numerics`` counts the distinct settings among many cells' records.
 - ``isa_env(cpu_isa)``: the environment that pins ATen, oneDNN and MKL to one ISA level
   (``CPU_ISAS``). It is read when torch loads and its first kernels run, so it must be in the
   environment of the process *before* torch is imported (a worker's, not the current one's);
@@ -76,6 +77,9 @@ MKL_BRANCHES = {
     14: "AVX512_E1",
 }
 NOT_RECORDED = "not recorded"
+# Lightning precisions that compute in full fp32 (or wider): a record leaves them out, as before
+# the field existed, so an fp32 cell's key is the same whether or not it recorded its precision.
+FULL_PRECISIONS = ("32-true", "32", "64-true", "64")
 
 
 # ---- the CPU ---------------------------------------------------------------------------
@@ -188,25 +192,31 @@ def _constant() -> dict[str, Any]:
     return rec
 
 
-def numerics_record() -> dict[str, Any]:
+def numerics_record(precision: str | None = None) -> dict[str, Any]:
     """What this process computes floats with: CPU vendor, model and family/model/stepping, ATen's
     CPU capability, oneDNN and BLAS versions, MKL's CNR branch, the ISA variables that are set,
     torch, CUDA, cuDNN and the GPU (where CUDA is available), the thread count and the float32
-    matmul precision. JSON-safe; the constant part is computed once per process."""
+    matmul precision; and ``precision``, the cell's resolved Lightning precision
+    (cells.resolve_precision), as ``"precision"`` where it is not full fp32 (``bf16-mixed``,
+    ``16-mixed``, ``bf16-true``). JSON-safe; the constant part is computed once per process."""
     import torch
 
-    return {
+    rec = {
         **_constant(),
         "isa_env": {k: os.environ[k] for k in ISA_ENV_VARS if os.environ.get(k)},
         "threads": torch.get_num_threads(),
         "matmul_precision": torch.get_float32_matmul_precision(),
     }
+    if precision is not None and str(precision) not in FULL_PRECISIONS:
+        rec["precision"] = str(precision)
+    return rec
 
 
 def numerics_key(record: Mapping[str, Any]) -> str:
     """The fields of ``record`` that change float results, as one short stable string:
     ``AuthenticAMD AMD EPYC [25/17/1] | AVX512 | oneDNN 3.12.0 | mkl 2024.2 | torch 2.13.0+cpu |
-    1 thread``. Records of other versions (a field missing) give a key all the same."""
+    1 thread``, and ``| bf16-mixed`` (or another precision) last for a cell that did not compute in
+    full fp32. Records of other versions (a field missing) give a key all the same."""
     r = record
     cpu = " ".join(str(x) for x in (r.get("cpu_vendor"), r.get("cpu_model")) if x) or "unknown CPU"
     if r.get("cpu_signature"):
@@ -228,6 +238,8 @@ def numerics_key(record: Mapping[str, Any]) -> str:
     parts.append("threads ?" if threads is None else f"{threads} thread{'' if threads == 1 else 's'}")
     if r.get("matmul_precision") not in (None, "highest"):
         parts.append(f"matmul {r['matmul_precision']}")
+    if r.get("precision") not in (None, *FULL_PRECISIONS):
+        parts.append(str(r["precision"]))
     return " | ".join(parts)
 
 

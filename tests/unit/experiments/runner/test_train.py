@@ -14,6 +14,7 @@ from torch import nn
 
 from ablate.experiments.runner.cells import run_trial
 from ablate.experiments.schema.config import TrainConfig
+from ablate.experiments.schema.machine import numerics_key
 from ablate.experiments.specs.loading import load_config
 from ablate.lit_modules.model.config import ModelConfig, OptimConfig
 from ablate.lit_modules.systems.classifier import LitClassifier, warmup_cosine
@@ -29,6 +30,17 @@ def test_run_trial_is_deterministic_and_seed_matters(tiny_cfg: TrainConfig) -> N
     assert first.metrics == again.metrics  # bit-identical floats, every metric
     other = run_trial(tiny_cfg.override(["seed=1"]))
     assert other.metrics["val/loss"] != first.metrics["val/loss"]
+
+
+def test_a_bf16_mixed_cell_records_its_precision_and_an_fp32_one_does_not(tiny_cfg: TrainConfig) -> None:
+    """trainer.precision=bf16-mixed on the CPU (Lightning's CPU autocast to bf16) is in the cell's
+    numerics record and key; the default (auto: fp32 on the CPU) leaves both as they were."""
+    cfg = tiny_cfg.override(["trainer.max_steps=4"])
+    fp32, bf16 = run_trial(cfg), run_trial(cfg.override(["trainer.precision=bf16-mixed"]))
+    assert "precision" not in fp32.numerics and not numerics_key(fp32.numerics).endswith("bf16-mixed")
+    assert bf16.numerics["precision"] == "bf16-mixed"
+    assert numerics_key(bf16.numerics) == f"{numerics_key(fp32.numerics)} | bf16-mixed"
+    assert bf16.to_dict()["numerics"]["precision"] == "bf16-mixed"  # metrics.json, results.csv
 
 
 def test_nan_weights_diverge_without_crashing(tiny_cfg: TrainConfig, tmp_path: Path) -> None:

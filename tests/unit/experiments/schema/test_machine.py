@@ -75,6 +75,50 @@ def test_key_is_stable_and_tracks_what_changes_floats(monkeypatch: pytest.Monkey
     assert numerics_key({}) == "unknown CPU | capability ? | torch ? | threads ?"
 
 
+# A committed cell's record (results/cross-machine/intel-xeon-6-167-native/): its key must not change.
+COMMITTED = {
+    "cpu_vendor": "GenuineIntel",
+    "cpu_model": "Intel(R) Xeon(R) Processor",
+    "cpu_signature": "6/167/8",
+    "machine": "x86_64",
+    "cpu_capability": "AVX512",
+    "onednn": "3.12.0",
+    "blas": "mkl",
+    "blas_version": "2024.2",
+    "mkldnn_available": True,
+    "mkl_cnr": "OFF",
+    "torch": "2.13.0+cpu",
+    "cuda": None,
+    "cudnn": None,
+    "gpu": None,
+    "isa_env": {},
+    "threads": 1,
+    "matmul_precision": "highest",
+}
+COMMITTED_KEY = (
+    "GenuineIntel Intel(R) Xeon(R) Processor [6/167/8] | AVX512 | oneDNN 3.12.0 | mkl 2024.2 | "
+    "torch 2.13.0+cpu | 1 thread"
+)
+
+
+def test_a_precision_other_than_fp32_joins_the_key_and_fp32_keeps_it() -> None:
+    key = numerics_key(numerics_record())
+    for fp32 in (None, "32-true", "64-true"):  # full fp32: no field, the key of before
+        record = numerics_record(fp32)
+        assert "precision" not in record and set(record) == RECORD_KEYS
+        assert numerics_key(record) == key
+    bf16 = numerics_record("bf16-mixed")
+    assert bf16["precision"] == "bf16-mixed" and json.loads(json.dumps(bf16)) == bf16
+    assert numerics_key(bf16) == f"{key} | bf16-mixed"
+    assert numerics_key(COMMITTED) == COMMITTED_KEY  # a record without the field: unchanged
+    assert numerics_key({**COMMITTED, "precision": "32-true"}) == COMMITTED_KEY
+    assert numerics_key({**COMMITTED, "precision": "bf16-mixed"}) == f"{COMMITTED_KEY} | bf16-mixed"
+    assert mixed_numerics([COMMITTED, {**COMMITTED, "precision": "bf16-mixed"}, COMMITTED]) == [
+        (COMMITTED_KEY, 2),
+        (f"{COMMITTED_KEY} | bf16-mixed", 1),
+    ]
+
+
 def test_mixed_numerics_counts_distinct_keys() -> None:
     a = numerics_record()
     b = {**a, "cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "cpu_capability": "AVX2"}
