@@ -39,18 +39,26 @@ def signal_at_step_2(monkeypatch: pytest.MonkeyPatch):
 def test_a_signal_mid_fit_exits_130_and_keeps_nothing(
     sig: signal.Signals, signal_at_step_2, tiny_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
-    signal_at_step_2(sig)
-    out = tmp_path / "runs" / "t"
-    code = main(["train", str(tiny_config), "--out", str(out), "--no-progress", "trainer.max_steps=50"])
-    err = capsys.readouterr().err
-    assert code == 130, err
-    assert f"interrupted: nothing kept; {out} was not written" in " ".join(err.split())
-    assert err.rstrip().endswith("interrupted")
-    assert not out.exists() and sorted(p.name for p in out.parent.iterdir()) == []  # no partial, no claim
-    # Lightning ignores SIGINT while it shuts down (trainer/call.py); the rest are as they were.
-    assert all(signal.getsignal(s) == h for s, h in handlers.items() if s != signal.SIGINT)
-    signal.signal(signal.SIGINT, handlers[signal.SIGINT])
+    # How the test run was started must not decide: under ``nohup ./run-tests`` SIGHUP arrives
+    # ignored, and train keeps an ignored signal ignored (the next test). Here it is at its
+    # default, as in a shell.
+    started = signal.signal(sig, signal.SIG_DFL) if sig != signal.SIGINT else None
+    try:
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+        signal_at_step_2(sig)
+        out = tmp_path / "runs" / "t"
+        code = main(["train", str(tiny_config), "--out", str(out), "--no-progress", "trainer.max_steps=50"])
+        err = capsys.readouterr().err
+        assert code == 130, err
+        assert f"interrupted: nothing kept; {out} was not written" in " ".join(err.split())
+        assert err.rstrip().endswith("interrupted")
+        assert not out.exists() and sorted(p.name for p in out.parent.iterdir()) == []  # no partial, no claim
+        # Lightning ignores SIGINT while it shuts down (trainer/call.py); the rest are as they were.
+        assert all(signal.getsignal(s) == h for s, h in handlers.items() if s != signal.SIGINT)
+        signal.signal(signal.SIGINT, handlers[signal.SIGINT])
+    finally:
+        if started is not None:
+            signal.signal(sig, started)
 
 
 def test_an_ignored_sighup_stays_ignored(signal_at_step_2, tiny_config: Path, tmp_path: Path) -> None:
