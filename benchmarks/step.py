@@ -126,7 +126,7 @@ def measure(
         "precision": precision,
     }
     if breakdown:
-        out["breakdown_ms"] = profile(lit, optimizer, batches)
+        out["breakdown_ms"] = profile(lit, optimizer, batches, precision)
     return out
 
 
@@ -139,7 +139,10 @@ KINDS = {
 
 
 def profile(
-    lit: Any, optimizer: torch.optim.Optimizer, batches: list[dict[str, torch.Tensor]]
+    lit: Any,
+    optimizer: torch.optim.Optimizer,
+    batches: list[dict[str, torch.Tensor]],
+    precision: str = "32-true",
 ) -> dict[str, float]:
     """Self CPU time per kind of operator over 10 steps, in ms per step."""
     from torch.profiler import ProfilerActivity
@@ -147,7 +150,7 @@ def profile(
 
     with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         for i in range(10):
-            _step(lit, optimizer, batches[i % len(batches)], i)
+            _step(lit, optimizer, batches[i % len(batches)], i, precision)
     totals = dict.fromkeys([*KINDS, "other"], 0.0)
     for e in prof.key_averages():
         kind = next((k for k, names in KINDS.items() if any(e.key.startswith(n) for n in names)), "other")

@@ -39,7 +39,8 @@ class TrainerConfig:
     )
     # An accelerator or precision this machine lacks is refused before the run (check_machine).
     precision: Literal["auto", "32-true", "bf16-mixed", "16-mixed", "bf16-true"] = setting(
-        "auto", "`auto`: bf16-mixed on a GPU that supports it, 32-true otherwise"
+        "auto",
+        "`auto`: bf16-mixed on a GPU that supports it, 32-true otherwise (bf16-mixed on the CPU: slower and not bit-identical, see the performance page)",
     )
     accelerator: Literal["auto", "cpu", "gpu", "cuda", "mps"] = setting(
         "auto", "Lightning accelerator; `auto` takes a GPU where present"
