@@ -25,19 +25,7 @@ from typing import Any
 from ablate.errors import ConfigError
 from ablate.sweeps.ledger.run_folder import read_summary
 from ablate.sweeps.stats.inference import ALPHA
-
-NOT_METRICS = {
-    "variant",
-    "seed",
-    "state",
-    "diverged",
-    "wall_s",
-    "n_params",
-    "trial",
-    "wandb_id",
-    "error",
-    "numerics",
-}
+from ablate.sweeps.stats.rows import CELL_COLUMNS  # results.csv's columns before the metrics
 
 
 def complete_cells(run_dir: Path) -> dict[tuple[str, str], dict[str, str]]:
@@ -58,7 +46,7 @@ def compare_one(fp32: Path, other: Path) -> dict[str, Any]:
     a, b = complete_cells(fp32), complete_cells(other)
     both = sorted(set(a) & set(b))
     metrics = (
-        [k for k in next(iter(a.values()), {}) if k not in NOT_METRICS and a[both[0]].get(k)] if both else []
+        [k for k in next(iter(a.values()), {}) if k not in CELL_COLUMNS and a[both[0]].get(k)] if both else []
     )
     per_metric = {}
     for m in metrics:
