@@ -114,16 +114,30 @@ def _warnings(meta: dict) -> list[str]:
     return [w for w in found if w]
 
 
-class _Examples(Dataset):
-    """A split held as torch tensors, batched in one ``__getitems__`` call (no Arrow access per step)."""
+# _Examples keeps a split padded once, as one (N, longest) matrix, when it fits in this many bytes:
+# a batch is then one gather and a slice instead of a pad per step (0.4 ms of a 6 ms lookup step).
+PADDED_MAX_BYTES = 256 * 2**20
 
-    def __init__(self, ds: datasets.Dataset) -> None:
+
+class _Examples(Dataset):
+    """A split held as torch tensors, batched in one ``__getitems__`` call (no Arrow access per step).
+
+    A batch is its examples padded with 0 to its own longest one, whichever way it is made: cut
+    from the split padded once (``padded``, when it fits in PADDED_MAX_BYTES) or padded per
+    batch; both give the same tensors (tests/unit)."""
+
+    def __init__(self, ds: datasets.Dataset, max_padded_bytes: int = PADDED_MAX_BYTES) -> None:
         col = ds.data.column("input_ids").combine_chunks()
         lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
         flat = torch.from_numpy(pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.int64))
         self.ids = list(flat.split(lengths.tolist()))  # views into one buffer
         self.lengths = torch.from_numpy(lengths.astype(np.int64))
         self.labels = torch.tensor(ds.data.column("label").to_numpy(), dtype=torch.long)
+        self.padded: torch.Tensor | None = None  # (N, longest), 0 after each example's end
+        width = int(self.lengths.max()) if len(self.ids) else 0
+        if 0 < len(self.ids) * width * flat.element_size() <= max_padded_bytes:
+            self.padded = flat.new_zeros(len(self.ids), width)
+            self.padded[torch.arange(width)[None, :] < self.lengths[:, None]] = flat  # row-major: in order
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -133,8 +147,11 @@ class _Examples(Dataset):
 
     def __getitems__(self, idx: list[int]) -> dict[str, torch.Tensor]:
         index = torch.as_tensor(idx, dtype=torch.long)
-        input_ids = pad_sequence([self.ids[i] for i in idx], batch_first=True, padding_value=0)  # (B, L)
         lengths = self.lengths[index]
+        if self.padded is not None and len(idx):
+            input_ids = self.padded[index, : int(lengths.max())].contiguous()  # (B, L)
+        else:
+            input_ids = pad_sequence([self.ids[i] for i in idx], batch_first=True, padding_value=0)  # (B, L)
         mask = torch.arange(input_ids.shape[1])[None, :] < lengths[:, None]  # (B, L), True = real token
         return {"input_ids": input_ids, "attention_mask": mask, "labels": self.labels[index]}
 

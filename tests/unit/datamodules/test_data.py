@@ -109,6 +109,26 @@ def test_batches_are_padded_with_masks(tmp_path: Path) -> None:
     assert dm.pad_id == 0 and dm.save_tokenizer(tmp_path / "tok").is_file()
 
 
+def test_a_split_padded_once_batches_like_one_padded_per_batch(tmp_path: Path) -> None:
+    """_Examples cuts a batch from the split padded once when it fits; the per-batch pad (over
+    the byte limit) must give the same tensors, for any index set, in the batch's order."""
+    from ablate.datamodules.datamodule import _Examples
+
+    dm = make(tmp_path, task="order", min_len=3, max_len=12)
+    once, per_batch = _Examples(dm.splits["train"]), _Examples(dm.splits["train"], max_padded_bytes=0)
+    assert once.padded is not None and per_batch.padded is None
+    assert once.padded.shape == (len(once), int(once.lengths.max()))
+    rng = np.random.default_rng(0)
+    for idx in ([0], [5, 3, 5], list(range(len(once))), *(rng.choice(len(once), 17).tolist() for _ in range(20))):
+        a, b = once.__getitems__(idx), per_batch.__getitems__(idx)
+        assert a.keys() == b.keys()
+        for key in a:
+            assert a[key].dtype == b[key].dtype and a[key].is_contiguous(), key
+            assert torch.equal(a[key], b[key]), (key, idx)
+        # the batch is as long as its own longest example
+        assert a["input_ids"].shape[1] == max(int(once.lengths[i]) for i in idx)
+
+
 def test_train_order_depends_on_shuffle_seed(tmp_path: Path) -> None:
     def first_labels(seed: int) -> list[list[int]]:
         dm = make(tmp_path, shuffle_seed=seed, batch_size=32)
