@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.readme import assert_printed, quoted_verdicts
+from tests.helpers.readme import assert_printed, quoted_verdicts, run_numerics
 from tests.unit.docs.test_docs import DOCS, readme_block
 
 
@@ -47,7 +47,8 @@ def test_readme_python_example_runs(
     summary = ablate.load_summary(tmp_path / "runs" / "order-api")
     assert set(summary["variants"]) == {"baseline", "no_pe", "single_head"}
     assert summary["cells"]["complete"] == summary["cells"]["total"] == 21
-    assert_printed(quoted_verdicts("python-example-verdict"), capsys.readouterr().out)
+    printed = capsys.readouterr().out
+    assert_printed(quoted_verdicts("python-example-verdict"), printed, run_numerics(summary))
     assert 0.0 <= namespace["result"].metrics["test/acc"] <= 1.0  # type: ignore[attr-defined]
     with pytest.raises(ablate.ConfigError, match="summary.json"):
         ablate.load_summary(tmp_path)

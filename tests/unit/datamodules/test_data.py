@@ -119,7 +119,12 @@ def test_a_split_padded_once_batches_like_one_padded_per_batch(tmp_path: Path) -
     assert once.padded is not None and per_batch.padded is None
     assert once.padded.shape == (len(once), int(once.lengths.max()))
     rng = np.random.default_rng(0)
-    for idx in ([0], [5, 3, 5], list(range(len(once))), *(rng.choice(len(once), 17).tolist() for _ in range(20))):
+    for idx in (
+        [0],
+        [5, 3, 5],
+        list(range(len(once))),
+        *(rng.choice(len(once), 17).tolist() for _ in range(20)),
+    ):
         a, b = once.__getitems__(idx), per_batch.__getitems__(idx)
         assert a.keys() == b.keys()
         for key in a:
