@@ -47,11 +47,16 @@ CASES: dict[str, Case] = {
     "invalid-choice-pe": Case(
         ["model.pe=abs"], ["model.pe='abs'", "registered: alibi, learned, none, rope, sinusoidal"]
     ),
-    # A name no test registers, and the built-ins only: run_forked inherits this process's registry,
-    # where an earlier test (in the same xdist worker) may have loaded examples/scalenorm.py.
+    # A name no test registers; the built-ins each named: run_forked inherits this process's
+    # registry, where earlier tests (in the same xdist worker) may have registered norms of their
+    # own, listed among them in order.
     "unknown-norm-layer": Case(
         ["model.norm_layer=nosuchnorm"],
-        ["model.norm_layer='nosuchnorm' is not a registered norm component", "layernorm, rmsnorm"],
+        [
+            "model.norm_layer='nosuchnorm' is not a registered norm component; registered: ",
+            " layernorm,",
+            " rmsnorm",
+        ],
     ),
     "unknown-ffn": Case(["model.ffn=moe"], ["model.ffn='moe'", "registered: glu, mlp"]),
     "kv-heads-not-dividing": Case(
