@@ -115,7 +115,7 @@ def _warnings(meta: dict) -> list[str]:
 
 
 # _Examples keeps a split padded once, as one (N, longest) matrix, when it fits in this many bytes:
-# a batch is then one gather and a slice instead of a pad per step (0.4 ms of a 6 ms lookup step).
+# a batch is then one gather and a slice instead of a pad per step (multi-lookup: 241 -> 55 us).
 PADDED_MAX_BYTES = 256 * 2**20
 
 
