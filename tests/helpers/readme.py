@@ -53,16 +53,12 @@ def assert_printed(quote: Quote, printed: str, numerics: str) -> None:
     the quote's; else the same line up to its decimals."""
     lines = [line.strip() for line in printed.splitlines()]
     exact = numerics == quote.numerics
+    how = "exactly" if exact else f"up to its decimals (printed on {numerics}, quoted from {quote.numerics})"
 
     def shape(line: str) -> str:
         return line if exact else _DECIMAL.sub("#", line)
 
     for verdict in quote.verdicts:
-        how = (
-            "exactly"
-            if exact
-            else f"up to its decimals (printed on {numerics}, quoted from {quote.numerics})"
-        )
         assert any(shape(line) == shape(verdict) for line in lines), (
             f"the README quotes\n  {verdict}\nbut no printed line is that {how}:\n{printed[-3000:]}"
         )
